@@ -1,0 +1,1 @@
+"""Agents that play gym-trainfail episodes: scripted baselines and model-driven loops."""

@@ -1,0 +1,46 @@
+"""Arms: which optional tools the agent has. ``control`` has no TrainCheck; ``traincheck`` has it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gym_trainfail.errors import TrainFailError
+from gym_trainfail.paths import containers_dir
+
+
+@dataclass(frozen=True)
+class Arm:
+    """An experimental arm: its runtime requirement set and what the agent is told."""
+
+    name: str
+    requirements: str
+    blocks_traincheck: bool
+    prompt_addendum: str = ""
+
+    @property
+    def requirements_file(self) -> Path:
+        """The pip requirement set the arm's runtime is built from."""
+        return containers_dir() / "runtime" / self.requirements
+
+
+ARMS: dict[str, Arm] = {
+    "control": Arm(name="control", requirements="requirements-control.txt", blocks_traincheck=True),
+    "traincheck": Arm(
+        name="traincheck",
+        requirements="requirements-traincheck.txt",
+        blocks_traincheck=False,
+        prompt_addendum=(
+            "TrainCheck (invariant inference and checking for training pipelines) is installed in "
+            "the runtime; its manual is at /opt/trainfail/TRAINCHECK.md. Using it is optional."
+        ),
+    ),
+}
+
+
+def get_arm(name: str) -> Arm:
+    """The arm called ``name``; unknown names list the known ones."""
+    try:
+        return ARMS[name]
+    except KeyError:
+        raise TrainFailError(f"unknown arm {name!r}; expected one of {sorted(ARMS)}") from None

@@ -1,0 +1,409 @@
+"""The ``trainfail`` command line.
+
+``doctor`` · ``cases`` · ``runtimes build|list`` · ``run`` · ``grade`` · ``qualify`` · ``demo``.
+Long work shows progress on stderr; ``--json`` prints one JSON document on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from gym_trainfail.agents import agent_names, load_agent
+from gym_trainfail.arms import ARMS
+from gym_trainfail.devices import DevicePool
+from gym_trainfail.episode import EpisodeResult, RunGrades, grade_run, run_episode
+from gym_trainfail.errors import RuntimeMissingError, TrainFailError
+from gym_trainfail.grading import ScenarioOutcome
+from gym_trainfail.qualify import Qualification, qualify
+from gym_trainfail.registry import default_registry, get_case
+from gym_trainfail.runtimes import Runtime, build_runtime, find_runtime, list_runtimes
+from gym_trainfail.sandbox import backend_status
+from gym_trainfail.sandbox.cgroups import cgroup_support
+
+DEMO_CASE = "TrainFail/DDPTokenAverage-v0"
+
+out = Console()
+err = Console(stderr=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``trainfail`` console script."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "handler"):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.handler(args) or 0)
+    except TrainFailError as exc:
+        err.print(f"[bold red]error:[/] {exc}")
+        return 1
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trainfail", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(metavar="COMMAND")
+
+    def command(name: str, handler: Callable[[argparse.Namespace], int], help_: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_, description=help_)
+        p.set_defaults(handler=handler)
+        return p
+
+    p = command("doctor", cmd_doctor, "what backends, runtimes and devices are usable here")
+    p.add_argument("--json", action="store_true")
+
+    p = command("cases", cmd_cases, "list the registered cases")
+    p.add_argument("--json", action="store_true")
+
+    p = command("runtimes", cmd_runtimes, "build or list case runtimes")
+    p.add_argument("action", choices=["build", "list"])
+    p.add_argument("--arm", default="control", help="control, traincheck or all (default: control)")
+    p.add_argument("--force", action="store_true", help="rebuild even if up to date")
+    p.add_argument("--json", action="store_true")
+
+    p = command("run", cmd_run, "play one episode with an agent and grade it")
+    p.add_argument("--case", required=True, help="case id, e.g. TrainFail/DDPTokenAverage-v0")
+    p.add_argument("--arm", default="control", choices=sorted(ARMS))
+    p.add_argument(
+        "--agent",
+        required=True,
+        help=f"agent name ({', '.join(agent_names()) or 'none installed'})",
+    )
+    p.add_argument("--sandbox", default="auto", help="auto, bwrap, docker or process (default: auto)")
+    p.add_argument("--out", type=Path, help="run directory (default: runs/<time>-<case>-<arm>-<agent>)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-grade", action="store_true", help="do not grade at the end (reward 0, deferred)")
+    p.add_argument("--json", action="store_true")
+
+    p = command("grade", cmd_grade, "grade every revision of an episode; report the first valid repair")
+    p.add_argument("run_dir", type=Path)
+    p.add_argument("--sandbox", default="auto")
+    p.add_argument("--json", action="store_true")
+
+    p = command("qualify", cmd_qualify, "run a case's admission gate and print the scenario table")
+    p.add_argument("case")
+    p.add_argument("--sandbox", default="auto")
+    p.add_argument("--repeats", type=int, default=2, help="runs of the unmodified workspace (default 2)")
+    p.add_argument("--wrong-repairs", action="store_true", help="also grade the case's wrong repairs")
+    p.add_argument("--out", type=Path, help="also write the result as JSON here")
+    p.add_argument("--json", action="store_true")
+
+    p = command("demo", cmd_demo, f"the main job: reference and noop agents on {DEMO_CASE}, graded")
+    p.add_argument("--case", default=DEMO_CASE)
+    p.add_argument("--sandbox", default="auto")
+    p.add_argument("--out", type=Path, default=Path("runs/demo"))
+    p.add_argument("--json", action="store_true")
+    return parser
+
+
+# -- doctor / cases / runtimes ----------------------------------------------------------------
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    registry = default_registry()
+    cgroups = cgroup_support()
+    pool = DevicePool()
+    runtimes: dict[str, str] = {}
+    for arm in ARMS:
+        try:
+            runtimes[arm] = str(find_runtime(arm).root)
+        except RuntimeMissingError as exc:
+            runtimes[arm] = f"missing: {exc}"
+    report = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "sandboxes": {name: reason or "usable" for name, reason in backend_status().items()},
+        "cgroup_limits": f"cgroup v{cgroups.version}" if cgroups.version else f"unavailable: {cgroups.reason}",
+        "devices": pool.describe(),
+        "runtimes": runtimes,
+        "cases": registry.ids(),
+        "refused_cases": registry.refused,
+        "agents": agent_names(),
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    table = Table(title="trainfail doctor", show_header=False)
+    for key, value in report.items():
+        if isinstance(value, dict):
+            value = "\n".join(f"{k}: {v}" for k, v in value.items()) or "none"
+        elif isinstance(value, list):
+            value = "\n".join(value) or "none"
+        table.add_row(key, str(value))
+    out.print(table)
+    return 0
+
+
+def cmd_cases(args: argparse.Namespace) -> int:
+    registry = default_registry()
+    cases = list(registry)
+    if args.json:
+        rows = [
+            {
+                "id": c.id,
+                "title": c.title,
+                "world_size": c.topology.world_size,
+                "tp": c.topology.tensor_parallel,
+                "scenarios": len(c.scenarios),
+                "sources": list(c.provenance["sources"]),
+                "folder": str(c.root),
+            }
+            for c in cases
+        ]
+        print(json.dumps({"cases": rows, "refused": registry.refused}, indent=2))
+        return 0
+    table = Table(title="registered cases")
+    for column in ("id", "title", "ranks", "scenarios", "source"):
+        table.add_column(column)
+    for c in cases:
+        ranks = f"{c.topology.world_size} (TP {c.topology.tensor_parallel})"
+        table.add_row(c.id, c.title, ranks, str(len(c.scenarios)), "\n".join(c.provenance["sources"]))
+    out.print(table)
+    for folder, reason in registry.refused.items():
+        err.print(f"[yellow]refused[/] {folder}: {reason}")
+    return 0
+
+
+def cmd_runtimes(args: argparse.Namespace) -> int:
+    if args.action == "list":
+        found = list_runtimes()
+        if args.json:
+            print(json.dumps(found, indent=2))
+        else:
+            for item in found:
+                packages = item["packages"]
+                count = len(packages) if isinstance(packages, list) else 0
+                out.print(f"{item['arm']!s:<11} {item['path']}  ({count} packages, python {item['python']})")
+        return 0
+    arms = sorted(ARMS) if args.arm == "all" else [args.arm]
+    for arm in arms:
+        runtime = _build_with_progress(arm, force=args.force)
+        out.print(f"{arm}: {runtime.root}")
+    return 0
+
+
+def _ensure_runtime(arm: str) -> None:
+    try:
+        find_runtime(arm)
+    except RuntimeMissingError:
+        err.print(f"the {arm} runtime is not built yet; building it now (once, a few minutes)")
+        _build_with_progress(arm, force=False)
+
+
+def _build_with_progress(arm: str, *, force: bool) -> Runtime:
+    with err.status(f"building the {arm} runtime") as status:
+
+        def report(message: str) -> None:
+            status.update(message)
+            err.print(f"  {message}")
+
+        return build_runtime(arm, progress=report, force=force)
+
+
+# -- run / grade ------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    case = get_case(args.case)
+    _ensure_runtime(args.arm)
+    agent = load_agent(args.agent)
+    run_dir = args.out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{case.name}-{args.arm}-{agent.name}"
+    with err.status(f"{agent.name} playing {case.id} ({args.arm})"):
+        result = run_episode(agent, case=case, arm=args.arm, sandbox=args.sandbox, run_dir=run_dir, seed=args.seed,
+                             grade_on_end=not args.no_grade)  # fmt: skip
+    if args.json:
+        print(json.dumps(_episode_json(result), indent=2))
+    else:
+        _print_episodes([result])
+    return 0
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    if not (args.run_dir / "episode.json").exists():
+        raise TrainFailError(f"{args.run_dir} is not an episode run directory (no episode.json)")
+    grades = _grade_with_progress(args.run_dir, args.sandbox)
+    if args.json:
+        print(json.dumps(grades.to_json(), indent=2))
+    else:
+        _print_grades(grades)
+    return 0
+
+
+def _grade_with_progress(run_dir: Path, sandbox: str) -> RunGrades:
+    with err.status(f"grading {run_dir}") as status:
+
+        def hook(revision: int, scenario: str, outcome: ScenarioOutcome | None) -> None:
+            if outcome is None:
+                status.update(f"grading revision {revision}: {scenario}")
+            else:
+                err.print(f"  revision {revision} · {scenario}: {outcome.status} ({outcome.duration_s:.1f} s)")
+
+        return grade_run(run_dir, sandbox=sandbox, progress=hook)
+
+
+# -- qualify ----------------------------------------------------------------------------------
+
+
+def cmd_qualify(args: argparse.Namespace) -> int:
+    case = get_case(args.case)
+    _ensure_runtime("control")
+    with err.status(f"qualifying {case.id}") as status:
+
+        def hook(variant: str, scenario: str, outcome: ScenarioOutcome | None) -> None:
+            if outcome is None:
+                status.update(f"{variant}: {scenario}")
+            else:
+                err.print(f"  {variant:<22} {scenario:<24} {outcome.status:<5} {outcome.duration_s:6.1f} s")
+
+        result = qualify(case, sandbox=args.sandbox, repeats=args.repeats, wrong_repairs=args.wrong_repairs,
+                         progress=hook)  # fmt: skip
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result.to_json(), indent=2, default=str))
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2, default=str))
+    else:
+        _print_qualification(case.id, result)
+    return 0 if result.admitted else 1
+
+
+def _print_qualification(case_id: str, result: Qualification) -> None:
+    case = get_case(case_id)
+    table = Table(title=f"qualification of {case_id}")
+    table.add_column("scenario")
+    table.add_column("kind")
+    for variant in result.variants:
+        table.add_column(variant.label)
+    for scenario in case.scenarios:
+        row = [scenario.name, scenario.kind]
+        for variant in result.variants:
+            outcome = next(o for o in variant.receipt.outcomes if o.scenario == scenario.name)
+            colour = {"pass": "green", "fail": "red"}.get(outcome.status, "yellow")
+            row.append(f"[{colour}]{outcome.status}[/] {_headline(outcome)}")
+        table.add_row(*row)
+    out.print(table)
+    verdict = "[green]admitted[/]" if result.admitted else "[red]refused[/]"
+    out.print(f"{verdict} in {result.seconds:.0f} s")
+    for problem in result.problems:
+        out.print(f"  - {problem}")
+
+
+def _headline(outcome: ScenarioOutcome) -> str:
+    """The first numeric metric, for the table (the harness lists its key metric first)."""
+    for key, value in outcome.metrics.items():
+        if isinstance(value, float):
+            return f"{key}={value:.2e}"
+    return ""
+
+
+# -- demo -------------------------------------------------------------------------------------
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    case = get_case(args.case)
+    _ensure_runtime("control")
+    results: list[EpisodeResult] = []
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for agent_name in ("reference", "noop"):
+        agent = load_agent(agent_name)
+        run_dir = args.out / f"{stamp}-{agent_name}"
+        with err.status(f"{agent_name} agent playing {case.id} (sandbox {args.sandbox}); grading takes minutes"):
+            started = time.monotonic()
+            results.append(run_episode(agent, case=case, sandbox=args.sandbox, run_dir=run_dir))
+        err.print(f"  {agent_name}: reward {results[-1].reward:.0f} in {time.monotonic() - started:.0f} s → {run_dir}")
+    grades = [_grade_with_progress(r.run_dir, args.sandbox) for r in results]
+    if args.json:
+        print(json.dumps([_episode_json(r) | {"grades": g.to_json()} for r, g in zip(results, grades, strict=True)],
+                         indent=2))  # fmt: skip
+        return 0
+    _print_episodes(results, grades)
+    return 0
+
+
+def _episode_json(result: EpisodeResult) -> dict[str, Any]:
+    return {
+        "run_dir": str(result.run_dir),
+        "case": result.case,
+        "arm": result.arm,
+        "agent": result.agent,
+        "reward": result.reward,
+        "reward_status": result.reward_status,
+        "final_revision": result.final_revision,
+        "summary": result.summary.to_dict(),
+    }
+
+
+def _print_episodes(results: list[EpisodeResult], grades: list[RunGrades] | None = None) -> None:
+    table = Table(title="episodes")
+    for column in ("agent", "case", "arm", "reward", "revisions", "first valid", "raw s", "adjusted s",
+                   "tokens", "solver dev-s", "run dir"):  # fmt: skip
+        table.add_column(column)
+    for index, result in enumerate(results):
+        s = result.summary
+        first = "—"
+        if grades is not None:
+            valid = grades[index].first_valid
+            first = f"rev {valid.revision} @ {valid.cost.adjusted_seconds:.0f} s" if valid else "none"
+        table.add_row(result.agent, result.case, result.arm, f"{result.reward:.0f} ({result.reward_status})",
+                      str(s.submits), first, f"{s.raw_seconds:.1f}", f"{s.adjusted_seconds:.1f}",
+                      str(s.total_tokens), f"{s.solver_device_seconds:.1f}", _short(result.run_dir))  # fmt: skip
+    out.print(table)
+
+
+def _print_grades(grades: RunGrades) -> None:
+    table = Table(title=f"revisions of {_short(grades.run_dir)} ({grades.case})")
+    for column in (
+        "revision",
+        "tree",
+        "verdict",
+        "scenarios",
+        "raw s",
+        "adjusted s",
+        "tokens",
+        "solver dev-s",
+    ):
+        table.add_column(column)
+    for r in grades.revisions:
+        passed = sum(o.status == "pass" for o in r.receipt.outcomes)
+        table.add_row(str(r.revision), r.tree[:12], r.status, f"{passed}/{len(r.receipt.outcomes)} pass",
+                      f"{r.cost.raw_seconds:.1f}", f"{r.cost.adjusted_seconds:.1f}", str(r.cost.total_tokens),
+                      f"{r.cost.solver_device_seconds:.1f}")  # fmt: skip
+    out.print(table)
+    first = grades.first_valid
+    if first is None:
+        out.print("no valid repair among the submitted revisions")
+    else:
+        c = first.cost
+        out.print(
+            f"first valid repair: revision {first.revision} after {c.raw_seconds:.1f} s raw / "
+            f"{c.adjusted_seconds:.1f} s adjusted, {c.total_tokens} tokens, "
+            f"{c.solver_device_seconds:.1f} solver device-seconds"
+        )
+    out.print(
+        f"grading: {grades.unique_trees} distinct tree(s), {grades.grader_device_seconds:.1f} grader device-seconds"
+    )
+
+
+def _short(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,529 @@
+"""``TrainFailEnv``: one failure case as a Gymnasium environment.
+
+Observations and actions are text. An action is one tool call (JSON text or a dict); a bad
+or failing call comes back as an error observation and the episode goes on. ``submit``
+records a revision and says only its number; the reward, computed privately from the last
+revision when the episode ends, is the only channel through which a grade reaches the caller.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import shutil
+import signal
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, SupportsFloat
+
+import gymnasium
+
+from gym_trainfail import text
+from gym_trainfail.arms import get_arm
+from gym_trainfail.cases import Budgets, CaseSpec
+from gym_trainfail.devices import DevicePool
+from gym_trainfail.errors import (
+    GradingError,
+    SandboxLostError,
+    SandboxUnavailableError,
+    ToolError,
+    TrainFailError,
+)
+from gym_trainfail.grading import Grader
+from gym_trainfail.ledger import Ledger
+from gym_trainfail.paths import episodes_dir
+from gym_trainfail.registry import get_case
+from gym_trainfail.revisions import Checkpoints, RevisionLog, restore
+from gym_trainfail.runtimes import Runtime, find_runtime
+from gym_trainfail.sandbox import Limits, Sandbox, SandboxConfig, create_sandbox, resolve_backend
+from gym_trainfail.tools import (
+    DEFAULT_JOB_TIMEOUT_S,
+    DEFAULT_SHELL_TIMEOUT_S,
+    ToolCall,
+    parse_action,
+    tool_specs,
+)
+from gym_trainfail.workspace_fs import WorkspaceFiles
+
+
+@dataclass
+class _Episode:
+    """State of the episode in progress."""
+
+    run_dir: Path
+    ledger: Ledger
+    revisions: RevisionLog
+    checkpoints: Checkpoints
+    sandbox: Sandbox
+    files: WorkspaceFiles
+    started: float
+    steps: int = 0
+    device_seconds: float = 0.0
+    queue_wait_s: float = 0.0
+    suspended_s: float = 0.0
+    tokens: int = 0
+    last_revision: int | None = None
+    done: bool = False
+
+
+class TrainFailEnv(gymnasium.Env[str, str]):
+    """A distributed-training failure case the agent diagnoses and repairs through tools."""
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(
+        self,
+        case_id: str | None = None,
+        *,
+        case: CaseSpec | None = None,
+        arm: str = "control",
+        sandbox: str = "auto",
+        run_dir: str | Path | None = None,
+        runs_root: str | Path | None = None,
+        grade_on_end: bool = True,
+        device_pool: DevicePool | None = None,
+        limits: Limits | None = None,
+        budgets: Mapping[str, float] | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if case is None:
+            if case_id is None:
+                raise TrainFailError("TrainFailEnv needs a case id, e.g. 'TrainFail/DDPTokenAverage-v0'")
+            case = get_case(case_id)
+        self.case = case
+        self.arm = get_arm(arm)
+        self.backend = resolve_backend(sandbox)
+        self.grade_on_end = grade_on_end
+        self.pool = device_pool or DevicePool()
+        self.limits = limits or Limits()
+        self.budgets = _override_budgets(case.budgets, budgets or {})
+        self.render_mode = render_mode
+        self._run_dir_arg = Path(run_dir) if run_dir is not None else None
+        self._runs_root = Path(runs_root) if runs_root is not None else episodes_dir()
+        self._runtime: Runtime | None = None
+        self._episode: _Episode | None = None
+        self._last_observation = ""
+        self._reward_status = "not-ended"
+        self.observation_space = text.observation_space()
+        self.action_space = text.action_space()
+        workspace = "/workspace" if self.backend != "process" else "the workspace directory"
+        self.tool_specs = tool_specs(workspace, self.pool.describe(), self.limits.output_bytes)
+
+    # -- Gymnasium API ----------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        self._end_episode("reset")
+        options = options or {}
+        run_dir = self._new_run_dir(options.get("run_dir"))
+        runtime = self.runtime
+        workspace = run_dir / "workspace"
+        shutil.copytree(self.case.workspace_dir, workspace, symlinks=True)
+        ledger = Ledger(run_dir / "ledger.jsonl")
+        revisions = RevisionLog(run_dir)
+        sandbox = self._make_sandbox(runtime, workspace)
+        episode = _Episode(
+            run_dir=run_dir,
+            ledger=ledger,
+            revisions=revisions,
+            checkpoints=Checkpoints(run_dir, revisions.store),
+            sandbox=sandbox,
+            files=WorkspaceFiles(workspace, sandbox.workspace_path),
+            started=time.time(),
+        )
+        self._episode = episode
+        meta = {
+            "case": self.case.id,
+            "case_hash": self.case.content_hash(),
+            "case_root": str(self.case.root),
+            "arm": self.arm.name,
+            "sandbox": sandbox.backend,
+            "runtime": runtime.digest,
+            "seed": seed,
+            "devices": self.pool.describe(),
+            "budgets": vars(self.budgets),
+            "agent": options.get("agent"),
+            "started": episode.started,
+        }
+        (run_dir / "episode.json").write_text(json.dumps(meta, indent=2, default=str))
+        ledger.append("reset", t=episode.started, **{k: v for k, v in meta.items() if k != "started"})
+        episode.checkpoints.save(workspace, self.case.workspace_exclude, 0)
+        observation = self._observe(self._first_observation())
+        return observation, {**self._info(tool=None, error=False), "run_dir": str(run_dir)}
+
+    def step(self, action: str | Mapping[str, Any]) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        episode = self._episode
+        if episode is None:
+            raise gymnasium.error.ResetNeeded("call reset() before step()")
+        if episode.done:
+            observation = self._observe("error: this episode has ended; call reset() to start a new one")
+            return observation, 0.0, True, False, self._info(tool=None, error=True)
+        started = time.time()
+        call: ToolCall | None = None
+        error = False
+        extra: dict[str, Any] = {}
+        try:
+            call = parse_action(action, self.tool_specs)
+            output, extra = self._dispatch(call)
+        except ToolError as exc:
+            output, error = f"error: {exc}", True
+        except SandboxLostError as exc:
+            output, error = self._recover_sandbox(str(exc)), True
+        except OSError as exc:
+            output, error = f"error: {exc.strerror or exc}", True
+        except Exception as exc:  # noqa: BLE001 - an env bug must not kill the agent loop
+            episode.ledger.append("internal_error", tool=call.tool if call else None, error=repr(exc))
+            output, error = (
+                f"error: the {call.tool if call else 'action'} tool failed internally; recorded for the operator",
+                True,
+            )
+        episode.steps += 1
+        ended = time.time()
+        episode.ledger.append(
+            "step",
+            t=ended,
+            index=episode.steps,
+            tool=call.tool if call else None,
+            arguments=dict(call.arguments) if call else {"raw": _preview(action)},
+            start=started,
+            end=ended,
+            status="error" if error else "ok",
+            **{k: v for k, v in extra.items() if k in ("exit_code", "timed_out", "oom_killed", "revision")},
+        )
+        if call is not None and call.tool in ("shell", "write_file", "edit_file", "run_job") and not episode.done:
+            self._checkpoint()
+        terminated = episode.done
+        truncated = False
+        if not terminated and (exhausted := self._exhausted_budget()) is not None:
+            self._finish(f"budget:{exhausted}")
+            truncated = True
+        reward = self._final_reward() if (terminated or truncated) else 0.0
+        observation = self._observe(output)
+        info = self._info(tool=call.tool if call else None, error=error, **extra)
+        if terminated or truncated:
+            info["reward_status"] = self._reward_status
+            info["final_revision"] = episode.last_revision
+        return observation, reward, terminated, truncated, info
+
+    def render(self) -> str | None:
+        return self._last_observation if self.render_mode == "ansi" else None
+
+    def close(self) -> None:
+        self._end_episode("close")
+        super().close()
+
+    # -- accounting hooks for agent loops ---------------------------------------------------
+
+    def record_usage(
+        self,
+        input_tokens: int,
+        output_tokens: int,
+        cached_input_tokens: int = 0,
+        *,
+        estimated: bool = False,
+    ) -> None:
+        """Report one model turn's token usage (input includes cached input, as providers report it)."""
+        episode = self._require_episode()
+        episode.tokens += int(input_tokens) + int(output_tokens)
+        episode.ledger.append(
+            "tokens",
+            input=int(input_tokens),
+            output=int(output_tokens),
+            cached_input=int(cached_input_tokens),
+            estimated=estimated,
+        )
+
+    def record_suspension(self, start: float, end: float, reason: str) -> None:
+        """Report time the episode was not running (provider waits, a crashed loop)."""
+        episode = self._require_episode()
+        episode.suspended_s += max(0.0, end - start)
+        episode.ledger.append("suspension", start=start, end=end, reason=reason)
+
+    @property
+    def reward_status(self) -> str:
+        """How the last episode's reward came about: ``graded``, ``no-revision``, ``deferred``,
+        ``grading-error…`` (``not-ended`` while it runs). Never the grade itself."""
+        return self._reward_status
+
+    @property
+    def final_revision(self) -> int | None:
+        """The last revision submitted in the current episode."""
+        return self._episode.last_revision if self._episode else None
+
+    @property
+    def run_dir(self) -> Path | None:
+        """The current episode's run directory."""
+        return self._episode.run_dir if self._episode else None
+
+    @property
+    def runtime(self) -> Runtime:
+        """The arm's runtime (located on first use)."""
+        if self._runtime is None:
+            self._runtime = find_runtime(self.arm.name)
+        return self._runtime
+
+    # -- tools ------------------------------------------------------------------------------
+
+    def _dispatch(self, call: ToolCall) -> tuple[str, dict[str, Any]]:
+        episode = self._require_episode()
+        args = call.arguments
+        handlers: dict[str, Callable[[], tuple[str, dict[str, Any]]]] = {
+            "shell": lambda: self._shell(args["command"], args.get("timeout_s", DEFAULT_SHELL_TIMEOUT_S)),
+            "run_job": lambda: self._run_job(
+                args["command"], args["devices"], args.get("timeout_s", DEFAULT_JOB_TIMEOUT_S)
+            ),
+            "read_file": lambda: (
+                episode.files.read(args["path"], args.get("start_line"), args.get("end_line")),
+                {},
+            ),
+            "write_file": lambda: (episode.files.write(args["path"], args["content"]), {}),
+            "edit_file": lambda: (
+                episode.files.edit(args["path"], args["old_text"], args["new_text"], args.get("replace_all", False)),
+                {},
+            ),
+            "list_files": lambda: (
+                episode.files.listing(args.get("path", "."), args.get("max_depth", 3)),
+                {},
+            ),
+            "submit": self._submit,
+            "finish": lambda: self._finish_tool(args.get("summary", "")),
+        }
+        if call.tool in ("read_file", "write_file", "edit_file", "list_files"):
+            episode.sandbox.check_alive()
+        return handlers[call.tool]()
+
+    def _shell(self, command: str, timeout_s: int) -> tuple[str, dict[str, Any]]:
+        result = self._require_episode().sandbox.exec(["bash", "-c", command], timeout_s=timeout_s)
+        return _format_exec(result, timeout_s, self.limits), _exec_fields(result)
+
+    def _run_job(self, command: str, devices: int, timeout_s: int) -> tuple[str, dict[str, Any]]:
+        episode = self._require_episode()
+        lease = self.pool.acquire(devices)
+        try:
+            result = episode.sandbox.exec(["bash", "-c", command], timeout_s=timeout_s, devices=lease.devices)
+        finally:
+            lease.release()
+            episode.device_seconds += lease.device_seconds
+            episode.queue_wait_s += lease.queue_wait_s
+            episode.ledger.append(
+                "device",
+                role="solver",
+                kind=self.pool.kind,
+                devices=len(lease.devices),
+                ids=[d.index for d in lease.devices],
+                queued_at=lease.queued_at,
+                started_at=lease.started_at,
+                released_at=lease.released_at,
+                device_seconds=lease.device_seconds,
+            )
+        noun = "GPU" if self.pool.kind == "gpu" else "CPU rank"
+        header = f"job ran on {len(lease.devices)} {noun}{'s' if len(lease.devices) != 1 else ''}\n"
+        return header + _format_exec(result, timeout_s, self.limits), _exec_fields(result)
+
+    def _submit(self) -> tuple[str, dict[str, Any]]:
+        episode = self._require_episode()
+        episode.sandbox.check_alive()
+        number, tree = episode.revisions.record(episode.sandbox.host_workspace, self.case.workspace_exclude)
+        episode.last_revision = number
+        episode.ledger.append("submit", revision=number, tree=tree.digest, files=len(tree.entries))
+        return f"revision {number} recorded", {"revision": number}
+
+    def _finish_tool(self, summary: str) -> tuple[str, dict[str, Any]]:
+        self._finish("finish", summary=summary)
+        last = self._require_episode().last_revision
+        note = f"revision {last} is the final revision" if last else "no revision was submitted"
+        return f"episode finished; {note}", {}
+
+    # -- episode lifecycle ------------------------------------------------------------------
+
+    def _first_observation(self) -> str:
+        prompt = self.case.prompt
+        if self.arm.prompt_addendum:
+            prompt += "\n\n" + self.arm.prompt_addendum
+        tools = json.dumps(self.tool_specs, indent=1)
+        return (
+            f"{prompt}\n\nCall one tool per action, as JSON: "
+            '{"tool": "<name>", "arguments": {...}}.\n'
+            f"Limits: {self.budgets.steps} actions, {self.budgets.wall_seconds / 60:.0f} minutes, "
+            f"{self.budgets.device_seconds:.0f} device-seconds.\n\nTools:\n{tools}"
+        )
+
+    def _new_run_dir(self, requested: str | Path | None) -> Path:
+        if requested is not None:
+            run_dir = Path(requested)
+        elif self._run_dir_arg is not None:
+            run_dir, self._run_dir_arg = self._run_dir_arg, None  # only the first episode takes it
+        else:
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            run_dir = self._runs_root / f"{stamp}-{self.case.name}-{self.arm.name}-{secrets.token_hex(3)}"
+        if run_dir.exists() and any(run_dir.iterdir()):
+            raise TrainFailError(f"run directory {run_dir} is not empty; give a new one (or delete it)")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        return run_dir.resolve()
+
+    def _make_sandbox(self, runtime: Runtime, workspace: Path) -> Sandbox:
+        config = SandboxConfig(runtime=runtime, workspace=workspace, limits=self.limits, label="episode")
+        return create_sandbox(self.backend, config)
+
+    def _checkpoint(self) -> None:
+        episode = self._require_episode()
+        with contextlib.suppress(ToolError, OSError):  # too large or vanished: keep the previous one
+            episode.checkpoints.save(episode.sandbox.host_workspace, self.case.workspace_exclude, episode.steps)
+
+    def _recover_sandbox(self, reason: str) -> str:
+        """Start a new sandbox from the last checkpoint; end the episode if that fails too."""
+        episode = self._require_episode()
+        latest = episode.checkpoints.latest()
+        workspace = episode.run_dir / "workspace"
+        with contextlib.suppress(OSError):
+            episode.sandbox.close()
+        try:
+            if latest is None:
+                raise SandboxLostError("no workspace checkpoint to restore from")
+            step, tree = latest
+            if workspace.exists():
+                shutil.move(str(workspace), episode.run_dir / f"workspace.lost-{int(time.time())}")
+            restore(tree, episode.revisions.store, workspace)
+            episode.sandbox = self._make_sandbox(self.runtime, workspace)
+            episode.files = WorkspaceFiles(workspace, episode.sandbox.workspace_path)
+        except (SandboxLostError, SandboxUnavailableError, OSError) as exc:
+            episode.ledger.append("sandbox", action="lost", reason=reason, restore_error=str(exc))
+            self._finish("sandbox-lost")
+            return f"error: the sandbox stopped ({reason}) and could not be restarted; the episode has ended"
+        episode.ledger.append("sandbox", action="restored", reason=reason, from_step=step, tree=tree.digest)
+        return (
+            f"error: the sandbox stopped unexpectedly ({reason}). A new sandbox was started from the workspace "
+            f"as it was after step {step}; files in excluded folders ({', '.join(self.case.workspace_exclude)}) "
+            "were not kept. Repeat the last action if you still need its effect."
+        )
+
+    def _exhausted_budget(self) -> str | None:
+        episode = self._require_episode()
+        elapsed = time.time() - episode.started - episode.queue_wait_s - episode.suspended_s
+        budgets: Budgets = self.budgets
+        if episode.steps >= budgets.steps:
+            return "steps"
+        if elapsed >= budgets.wall_seconds:
+            return "wall_seconds"
+        if episode.device_seconds >= budgets.device_seconds:
+            return "device_seconds"
+        if episode.tokens >= budgets.tokens:
+            return "tokens"
+        return None
+
+    def _finish(self, reason: str, summary: str = "") -> None:
+        episode = self._require_episode()
+        if episode.done:
+            return
+        episode.done = True
+        episode.ledger.append("finish", reason=reason, summary=summary[:4000], final_revision=episode.last_revision)
+
+    def _final_reward(self) -> float:
+        """The private grade of the last revision: 1.0 if it passes every scenario, else 0.0."""
+        episode = self._require_episode()
+        if episode.last_revision is None:
+            self._reward_status = "no-revision"
+            return 0.0
+        if not self.grade_on_end:
+            self._reward_status = "deferred"
+            return 0.0
+        try:
+            grader = Grader(
+                self.case,
+                arm=self.arm.name,
+                sandbox=self.backend,
+                pool=self.pool,
+                runtime=self.runtime,
+            )
+            workspace = episode.run_dir / "grading" / f"revision-{episode.last_revision}"
+            if workspace.exists():
+                shutil.rmtree(workspace)
+            tree = episode.revisions.checkout(episode.last_revision, workspace)
+            receipt = grader.grade_dir(workspace, tree=tree.digest)
+            shutil.rmtree(workspace, ignore_errors=True)
+        except (GradingError, SandboxUnavailableError, OSError) as exc:
+            self._reward_status = f"grading-error: {exc}"
+            return 0.0
+        result = {"revision": episode.last_revision, "tree": receipt.tree, "grader_hash": receipt.grader_hash,
+                  "status": receipt.status, "reward": 1.0 if receipt.passed else 0.0}  # fmt: skip
+        (episode.run_dir / "result.json").write_text(json.dumps(result, indent=2))
+        if receipt.status == "error":
+            self._reward_status = "grading-error"
+            return 0.0
+        self._reward_status = "graded"
+        return 1.0 if receipt.passed else 0.0
+
+    def _end_episode(self, reason: str) -> None:
+        episode = self._episode
+        if episode is None:
+            return
+        self._finish(reason)
+        with contextlib.suppress(OSError):
+            episode.sandbox.close()
+        episode.ledger.close()
+        self._episode = None
+
+    def _require_episode(self) -> _Episode:
+        if self._episode is None:
+            raise gymnasium.error.ResetNeeded("call reset() before step()")
+        return self._episode
+
+    def _observe(self, observation: str) -> str:
+        self._last_observation = text.normalize(observation)
+        return self._last_observation
+
+    def _info(self, *, tool: str | None, error: bool, **extra: Any) -> dict[str, Any]:
+        episode = self._episode
+        info: dict[str, Any] = {"tool": tool, "error": error}
+        if episode is not None:
+            info["step"] = episode.steps
+        if "revision" in extra:
+            info["revision"] = extra["revision"]
+        return info
+
+
+def _override_budgets(base: Budgets, overrides: Mapping[str, float]) -> Budgets:
+    unknown = set(overrides) - set(vars(base))
+    if unknown:
+        raise TrainFailError(f"unknown budget(s) {sorted(unknown)}; budgets are {sorted(vars(base))}")
+    return Budgets(
+        steps=int(overrides.get("steps", base.steps)),
+        wall_seconds=float(overrides.get("wall_seconds", base.wall_seconds)),
+        device_seconds=float(overrides.get("device_seconds", base.device_seconds)),
+        tokens=int(overrides.get("tokens", base.tokens)),
+    )
+
+
+def _format_exec(result: Any, timeout_s: float, limits: Limits) -> str:
+    if result.timed_out:
+        status = f"killed: timed out after {timeout_s:.0f} s (the whole process tree was stopped)"
+    elif result.oom_killed:
+        limit = f"{limits.memory_bytes / 2**30:.0f} GiB" if limits.memory_bytes else "the host's"
+        status = f"killed: out of memory (limit {limit}); exit code {result.exit_code}"
+    elif (sig := result.killed_by) is not None and result.exit_code not in (None, 0, 1, 2):
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        status = f"exit code {result.exit_code} (killed by {name})"
+    else:
+        status = f"exit code {result.exit_code}"
+    parts = [status]
+    if result.stdout:
+        parts.append("--- stdout ---\n" + result.stdout.rstrip("\n"))
+    if result.stderr:
+        parts.append("--- stderr ---\n" + result.stderr.rstrip("\n"))
+    return "\n".join(parts)
+
+
+def _exec_fields(result: Any) -> dict[str, Any]:
+    return {
+        "exit_code": result.exit_code,
+        "timed_out": result.timed_out,
+        "oom_killed": result.oom_killed,
+    }
+
+
+def _preview(action: object, limit: int = 500) -> str:
+    shown = action if isinstance(action, str) else repr(action)
+    return shown if len(shown) <= limit else shown[:limit] + f"… ({len(shown)} characters)"

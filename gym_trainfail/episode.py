@@ -1,0 +1,202 @@
+"""Run one episode with an agent, and grade every revision of a finished episode.
+
+A run directory holds everything about an episode: ``episode.json`` (what ran), the
+``ledger.jsonl``, ``revisions/`` and ``objects/`` (the snapshots), ``result.json`` (the final
+reward) and, after :func:`grade_run`, ``grades/`` (one receipt per revision and a summary with
+the first valid repair and what it cost). Grading reads only these files, so it can be re-run
+at any time without re-running the episode.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from gym_trainfail.agents import Agent
+from gym_trainfail.cases import CaseSpec, load_case
+from gym_trainfail.env import TrainFailEnv
+from gym_trainfail.errors import UnknownCaseError
+from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome, write_json
+from gym_trainfail.ledger import Summary, iter_kind, read_events, summarize
+from gym_trainfail.registry import get_case
+from gym_trainfail.revisions import RevisionLog
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    """What one episode produced."""
+
+    run_dir: Path
+    case: str
+    arm: str
+    agent: str
+    reward: float
+    reward_status: str
+    final_revision: int | None
+    summary: Summary
+
+
+def run_episode(
+    agent: Agent,
+    *,
+    case: CaseSpec,
+    arm: str = "control",
+    sandbox: str = "auto",
+    run_dir: Path | None = None,
+    seed: int = 0,
+    grade_on_end: bool = True,
+    env_options: dict[str, Any] | None = None,
+) -> EpisodeResult:
+    """Reset an env, let ``agent`` play it to the end, close it and report the result."""
+    env = TrainFailEnv(case=case, arm=arm, sandbox=sandbox, run_dir=run_dir, grade_on_end=grade_on_end,
+                       **(env_options or {}))  # fmt: skip
+    try:
+        observation, info = env.reset(seed=seed, options={"agent": agent.name})
+        directory = env.run_dir
+        assert directory is not None
+        reward = agent.play(env, observation, info)
+        status, final = env.reward_status, env.final_revision
+    finally:
+        env.close()
+    events = read_events(directory / "ledger.jsonl")
+    result = EpisodeResult(
+        run_dir=directory,
+        case=case.id,
+        arm=arm,
+        agent=agent.name,
+        reward=reward,
+        reward_status=status,
+        final_revision=final,
+        summary=summarize(events),
+    )
+    meta = json.loads((directory / "episode.json").read_text())
+    meta.update(agent=agent.name, reward=reward, reward_status=status, final_revision=final,
+                summary=result.summary.to_dict())  # fmt: skip
+    write_json(directory / "episode.json", meta)
+    return result
+
+
+@dataclass(frozen=True)
+class RevisionGrade:
+    """One revision's verdict and what the episode had spent when it was submitted."""
+
+    revision: int
+    tree: str
+    submitted_at: float
+    status: str
+    receipt: Receipt
+    cost: Summary
+
+
+@dataclass(frozen=True)
+class RunGrades:
+    """Every revision of an episode graded, and the first valid one."""
+
+    run_dir: Path
+    case: str
+    revisions: tuple[RevisionGrade, ...]
+    unique_trees: int
+    grader_device_seconds: float
+    grading_seconds: float
+
+    @property
+    def first_valid(self) -> RevisionGrade | None:
+        return next((r for r in self.revisions if r.status == "pass"), None)
+
+    @property
+    def final(self) -> RevisionGrade | None:
+        return self.revisions[-1] if self.revisions else None
+
+    def to_json(self) -> dict[str, Any]:
+        first = self.first_valid
+        return {
+            "case": self.case,
+            "run_dir": str(self.run_dir),
+            "unique_trees": self.unique_trees,
+            "grader_device_seconds": self.grader_device_seconds,
+            "grading_seconds": self.grading_seconds,
+            "first_valid_revision": first.revision if first else None,
+            "first_valid_cost": first.cost.to_dict() if first else None,
+            "final_status": self.final.status if self.final else "no-revision",
+            "revisions": [
+                {
+                    "revision": r.revision,
+                    "tree": r.tree,
+                    "status": r.status,
+                    "submitted_at": r.submitted_at,
+                    "cost": r.cost.to_dict(),
+                    "scenarios": {o.scenario: o.status for o in r.receipt.outcomes},
+                }  # fmt: skip
+                for r in self.revisions
+            ],
+        }
+
+
+GradeProgress = Callable[[int, str, ScenarioOutcome | None], None]
+
+
+def grade_run(
+    run_dir: Path,
+    *,
+    sandbox: str = "auto",
+    grader: Grader | None = None,
+    progress: GradeProgress | None = None,
+) -> RunGrades:
+    """Grade every revision of the episode in ``run_dir`` (each distinct tree once)."""
+    meta = json.loads((run_dir / "episode.json").read_text())
+    case = episode_case(meta)
+    grader = grader or Grader(case, arm=meta.get("arm", "control"), sandbox=sandbox)
+    events = read_events(run_dir / "ledger.jsonl")
+    log = RevisionLog(run_dir)
+    receipts: dict[str, Receipt] = {}
+    started = time.time()
+    grades = []
+    for number in log.numbers():
+        submitted_at, tree = log.load(number)
+        if tree.digest not in receipts:
+            with tempfile.TemporaryDirectory(prefix="trainfail-revision-") as scratch:
+                workspace = Path(scratch) / "workspace"
+                log.checkout(number, workspace)
+                hook = (lambda name, outcome, n=number: progress(n, name, outcome)) if progress else None
+                receipts[tree.digest] = grader.grade_dir(workspace, tree=tree.digest, progress=hook)
+        receipt = receipts[tree.digest]
+        submit = next((e for e in iter_kind(events, "submit") if e["revision"] == number), None)
+        at = float(submit["t"]) if submit else submitted_at
+        grades.append(RevisionGrade(number, tree.digest, at, receipt.status, receipt, summarize(events, until=at)))
+        write_json(run_dir / "grades" / f"revision-{number}.json", receipt.to_json())
+    result = RunGrades(
+        run_dir=run_dir,
+        case=case.id,
+        revisions=tuple(grades),
+        unique_trees=len(receipts),
+        grader_device_seconds=sum(r.device_seconds for r in receipts.values()),
+        grading_seconds=time.time() - started,
+    )
+    write_json(run_dir / "grades" / "summary.json", result.to_json())
+    return result
+
+
+def episode_case(meta: dict[str, Any]) -> CaseSpec:
+    """The case an episode ran: by registered id, else from the folder it was loaded from."""
+    try:
+        return get_case(meta["case"])
+    except UnknownCaseError:
+        if meta.get("case_root") and Path(meta["case_root"], "case.toml").exists():
+            return load_case(Path(meta["case_root"]))
+        raise
+
+
+def discard_run(run_dir: Path) -> None:
+    """Remove an episode's run directory."""
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def summary_dict(summary: Summary) -> dict[str, Any]:
+    """A :class:`Summary` as plain data (for ``--json``)."""
+    return asdict(summary) | {"total_tokens": summary.total_tokens}

@@ -1,0 +1,122 @@
+"""Content digests of files and directory trees.
+
+A tree's digest is the SHA-256 of its canonical manifest (sorted relative paths, each with
+its content digest and executable bit, or its symlink target), so two trees with the same
+content have the same digest wherever they live.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One file of a tree manifest: a regular file (digest, size, executable) or a symlink."""
+
+    path: str
+    digest: str = ""
+    size: int = 0
+    executable: bool = False
+    link: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        if self.link is not None:
+            return {"link": self.link}
+        return {"sha256": self.digest, "size": self.size, "x": self.executable}
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def bytes_digest(data: bytes) -> str:
+    """SHA-256 of a byte string."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def _matches(relative: str, patterns: Iterable[str]) -> bool:
+    parts = relative.split("/")
+    for pattern in patterns:
+        if fnmatch.fnmatch(relative, pattern) or any(fnmatch.fnmatch(part, pattern) for part in parts):
+            return True
+        if relative == pattern or relative.startswith(pattern.rstrip("/") + "/"):
+            return True
+    return False
+
+
+def walk_tree(
+    root: Path, *, include: Iterable[str] | None = None, exclude: Iterable[str] = ()
+) -> Iterator[tuple[str, Path, os.stat_result]]:
+    """Yield ``(relative path, absolute path, lstat)`` for files and symlinks under ``root``.
+
+    Directories are not followed through symlinks. ``include`` restricts to top-level names;
+    ``exclude`` takes glob patterns matched against the relative path and each component.
+    """
+    includes = tuple(include) if include is not None else None
+    excludes = tuple(exclude)
+    for directory, dirnames, filenames in os.walk(root, followlinks=False):
+        base = Path(directory)
+        rel_dir = base.relative_to(root).as_posix()
+        rel_dir = "" if rel_dir == "." else rel_dir + "/"
+        kept = []
+        for name in sorted(dirnames):
+            rel = rel_dir + name
+            if (includes is not None and not rel_dir and name not in includes) or _matches(rel, excludes):
+                continue
+            full = base / name
+            if full.is_symlink():  # os.walk lists symlinked dirs as dirs; treat them as links
+                yield rel, full, full.lstat()
+                continue
+            kept.append(name)
+        dirnames[:] = kept
+        for name in sorted(filenames):
+            rel = rel_dir + name
+            if (includes is not None and not rel_dir and name not in includes) or _matches(rel, excludes):
+                continue
+            full = base / name
+            yield rel, full, full.lstat()
+
+
+def manifest(root: Path, *, include: Iterable[str] | None = None, exclude: Iterable[str] = ()) -> list[Entry]:
+    """The sorted manifest of a tree (regular files and symlinks; special files are skipped)."""
+    entries = []
+    for rel, full, st in walk_tree(root, include=include, exclude=exclude):
+        if stat.S_ISLNK(st.st_mode):
+            entries.append(Entry(path=rel, link=os.readlink(full)))
+        elif stat.S_ISREG(st.st_mode):
+            entries.append(
+                Entry(
+                    path=rel,
+                    digest=file_digest(full),
+                    size=st.st_size,
+                    executable=bool(st.st_mode & 0o111),
+                )
+            )
+    entries.sort(key=lambda e: e.path)
+    return entries
+
+
+def manifest_digest(entries: Iterable[Entry]) -> str:
+    """Digest of a manifest, independent of where the tree lives."""
+    canonical = json.dumps({e.path: e.to_json() for e in entries}, sort_keys=True, separators=(",", ":"))
+    return bytes_digest(canonical.encode())
+
+
+def tree_digest(root: Path, *, include: Iterable[str] | None = None, exclude: Iterable[str] = ()) -> str:
+    """Digest of a directory tree's content."""
+    return manifest_digest(manifest(root, include=include, exclude=exclude))

@@ -1,0 +1,166 @@
+"""The episode ledger: append-only JSONL, flushed and synced per event.
+
+Every event has ``event`` (its kind) and ``t`` (wall-clock seconds since the epoch). Kinds:
+
+``reset``       case, arm, sandbox, seed — the episode starts
+``step``        index, tool, arguments, start, end, status (``ok`` / ``error``), exit code
+``tokens``      input, output, cached_input (input includes cached), estimated
+``device``      devices, kind, ids, queued_at, started_at, released_at, device_seconds, role
+``submit``      revision, tree
+``suspension``  start, end, reason — time the episode was not running (provider waits, crashes)
+``sandbox``     what happened to the sandbox (lost, restored)
+``blocked``     an arm blocker refused something (kind, detail)
+``finish``      reason (``finish``, ``budget:<name>``, ``reset``, ``close``)
+
+:func:`summarize` derives raw and adjusted wall time, tokens and device-seconds, optionally
+up to a point in the episode (the first valid revision).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+Event = dict[str, Any]
+
+
+class Ledger:
+    """Appends events to ``path``; each write is flushed and fsynced before returning."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._handle: TextIO | None = path.open("a", encoding="utf-8")
+
+    def append(self, event: str, **fields: Any) -> Event:
+        """Record one event and return it."""
+        record: Event = {"event": event, "t": fields.pop("t", time.time()), **fields}
+        if self._handle is None:
+            raise ValueError(f"ledger {self.path} is closed")
+        self._handle.write(json.dumps(record, sort_keys=True, default=str) + "\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        return record
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+def read_events(path: Path) -> list[Event]:
+    """All events of a ledger. A torn last line (a crash mid-write) is skipped."""
+    events = []
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                events.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return events
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Derived accounting of an episode (or of its prefix up to ``until``)."""
+
+    raw_seconds: float
+    adjusted_seconds: float
+    queue_wait_seconds: float
+    suspended_seconds: float
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    tokens_estimated: bool
+    solver_device_seconds: float
+    grader_device_seconds: float
+    steps: int
+    submits: int
+
+    @property
+    def total_tokens(self) -> int:
+        """Input + output; cached input is part of input and is counted once."""
+        return self.input_tokens + self.output_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["total_tokens"] = self.total_tokens
+        return data
+
+
+def _overlap(start: float, end: float, until: float) -> float:
+    return max(0.0, min(end, until) - start)
+
+
+def summarize(events: Iterable[Mapping[str, Any]], until: float | None = None) -> Summary:
+    """Accounting of ``events`` up to wall time ``until`` (the whole episode when ``None``).
+
+    Adjusted time = raw − device-queue waits − suspensions, each clipped to the window.
+    Device-seconds of a job count only once it was released inside the window.
+    """
+    events = list(events)
+    starts = [e["t"] for e in events if e["event"] == "reset"]
+    start = starts[0] if starts else (events[0]["t"] if events else 0.0)
+    if until is None:
+        finishes = [e["t"] for e in events if e["event"] == "finish"]
+        until = finishes[-1] if finishes else max((_event_end(e) for e in events), default=start)
+    queue = suspended = solver = grader = 0.0
+    tokens_in = tokens_out = tokens_cached = steps = submits = 0
+    estimated = False
+    for e in events:
+        kind = e["event"]
+        if kind == "device" and e.get("started_at") is not None:
+            released = e.get("released_at") is not None and e["released_at"] <= until
+            if e.get("role", "solver") == "grader":
+                grader += float(e["device_seconds"]) if released else 0.0
+                continue
+            queue += _overlap(e["queued_at"], e["started_at"], until)
+            solver += float(e["device_seconds"]) if released else 0.0
+        elif kind == "suspension":
+            suspended += _overlap(e["start"], e["end"], until)
+        elif e["t"] > until:
+            continue
+        elif kind == "tokens":
+            tokens_in += int(e.get("input", 0))
+            tokens_out += int(e.get("output", 0))
+            tokens_cached += int(e.get("cached_input", 0))
+            estimated = estimated or bool(e.get("estimated", False))
+        elif kind == "step":
+            steps += 1
+        elif kind == "submit":
+            submits += 1
+    raw = max(0.0, until - start)
+    return Summary(
+        raw_seconds=raw,
+        adjusted_seconds=max(0.0, raw - queue - suspended),
+        queue_wait_seconds=queue,
+        suspended_seconds=suspended,
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        cached_input_tokens=tokens_cached,
+        tokens_estimated=estimated,
+        solver_device_seconds=solver,
+        grader_device_seconds=grader,
+        steps=steps,
+        submits=submits,
+    )
+
+
+def _event_end(event: Mapping[str, Any]) -> float:
+    for key in ("end", "released_at"):
+        if event.get(key) is not None:
+            return float(event[key])
+    return float(event["t"])
+
+
+def iter_kind(events: Iterable[Event], kind: str) -> Iterator[Event]:
+    """Events of one kind, in order."""
+    return (e for e in events if e["event"] == kind)

@@ -1,0 +1,170 @@
+"""Qualification: the admission gate every case must pass.
+
+The unmodified workspace must pass every healthy scenario and fail every failure scenario,
+identically on each repeat; the reference repair must pass every scenario; each shipped wrong
+repair must fail at least one; and no grader canary may appear in what the agent sees
+(workspace, prompt, tool specs).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gym_trainfail.cases import CaseSpec
+from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome, apply_patch
+from gym_trainfail.hashing import walk_tree
+from gym_trainfail.tools import tool_specs
+
+CANARY_RE = re.compile(r"TRAINFAIL-CANARY-[0-9a-f]{32}")
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    """One graded variant of the workspace."""
+
+    label: str
+    kind: str  # "unmodified" | "reference" | "wrong"
+    receipt: Receipt
+
+
+@dataclass
+class Qualification:
+    """The verdict of the gate, with every graded variant and the reasons for a refusal."""
+
+    case: str
+    variants: list[VariantResult] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def admitted(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "case": self.case,
+            "admitted": self.admitted,
+            "problems": self.problems,
+            "seconds": round(self.seconds, 1),
+            "variants": [
+                {
+                    "label": v.label,
+                    "kind": v.kind,
+                    "tree": v.receipt.tree,
+                    "status": v.receipt.status,
+                    "seconds": round(v.receipt.duration_s, 1),
+                    "scenarios": {
+                        o.scenario: {
+                            "status": o.status,
+                            "reason": o.reason,
+                            "metrics": o.metrics,
+                            "timings": o.timings,
+                            "duration_s": round(o.duration_s, 2),
+                        }  # fmt: skip
+                        for o in v.receipt.outcomes
+                    },
+                }
+                for v in self.variants
+            ],
+        }
+
+
+Progress = Callable[[str, str, ScenarioOutcome | None], None]
+
+
+def qualify(
+    case: CaseSpec,
+    *,
+    sandbox: str = "auto",
+    repeats: int = 2,
+    wrong_repairs: bool = False,
+    progress: Progress | None = None,
+) -> Qualification:
+    """Run the admission gate on ``case``."""
+    started = time.monotonic()
+    result = Qualification(case=case.id)
+    result.problems.extend(leak_scan(case))
+    grader = Grader(case, sandbox=sandbox, cache=False)
+    variants: list[tuple[str, str, Path | None]] = [(f"unmodified#{i + 1}", "unmodified", None) for i in range(repeats)]
+    variants.append(("reference", "reference", case.reference_patch))
+    if wrong_repairs:
+        variants += [(f"wrong:{name}", "wrong", patch) for name, patch in case.wrong_repairs.items()]
+    for label, kind, patch in variants:
+        receipt = _grade_variant(grader, case, patch, label, progress)
+        result.variants.append(VariantResult(label, kind, receipt))
+    result.problems.extend(_judge(case, result.variants))
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _grade_variant(
+    grader: Grader, case: CaseSpec, patch: Path | None, label: str, progress: Progress | None
+) -> Receipt:
+    with tempfile.TemporaryDirectory(prefix="trainfail-qualify-") as scratch:
+        workspace = Path(scratch) / "workspace"
+        shutil.copytree(case.workspace_dir, workspace, symlinks=True)
+        if patch is not None:
+            apply_patch(workspace, patch)
+        hook = (lambda name, outcome: progress(label, name, outcome)) if progress else None
+        return grader.grade_dir(workspace, progress=hook)
+
+
+def _judge(case: CaseSpec, variants: list[VariantResult]) -> list[str]:
+    problems = []
+    expected = {s.name: ("pass" if s.kind == "healthy" else "fail") for s in case.scenarios}
+    unmodified = [v for v in variants if v.kind == "unmodified"]
+    for variant in variants:
+        for outcome in variant.receipt.outcomes:
+            if outcome.status == "error":
+                problems.append(f"{variant.label}/{outcome.scenario}: not judged: {outcome.reason}")
+    for variant in unmodified:
+        for outcome in variant.receipt.outcomes:
+            want = expected[outcome.scenario]
+            if outcome.status in ("pass", "fail") and outcome.status != want:
+                problems.append(
+                    f"{variant.label}/{outcome.scenario} ({outcome.kind}): expected {want}, got {outcome.status}"
+                    + (f" — {outcome.reason}" if outcome.reason else "")
+                )
+    patterns = {tuple((o.scenario, o.status) for o in v.receipt.outcomes) for v in unmodified}
+    if len(patterns) > 1:
+        problems.append("the unmodified workspace gave different verdicts on repeated runs (not deterministic)")
+    for variant in variants:
+        if variant.kind == "reference" and not variant.receipt.passed:
+            failing = [o.scenario for o in variant.receipt.outcomes if o.status != "pass"]
+            problems.append(f"the reference repair does not pass: {failing}")
+        if variant.kind == "wrong" and variant.receipt.status == "pass":
+            problems.append(f"{variant.label} passes every scenario; the grader must reject it")
+    return problems
+
+
+def leak_scan(case: CaseSpec) -> list[str]:
+    """Problems if the grader has no canary or any canary shows up where the agent can look."""
+    canaries: set[str] = set()
+    for _, path, _ in walk_tree(case.grader_dir):
+        if path.is_file() and not path.is_symlink():
+            canaries.update(CANARY_RE.findall(path.read_bytes().decode("utf-8", "replace")))
+    if not canaries:
+        return [
+            "the grader carries no canary: add a line with TRAINFAIL-CANARY-<32 hex digits> to a grader file "
+            "(`trainfail case new` plants one) so leaks can be detected"
+        ]
+    problems = []
+    visible = {
+        "prompt": case.prompt,
+        "tool specs": json.dumps(tool_specs("/workspace", "devices", 0)),
+    }
+    for rel, path, _ in walk_tree(case.workspace_dir):
+        if path.is_file() and not path.is_symlink():
+            visible[f"workspace/{rel}"] = path.read_bytes().decode("utf-8", "replace")
+    for where, content in visible.items():
+        for canary in canaries:
+            if canary in content:
+                problems.append(f"grader canary found in {where}: private grader content leaked")
+    return problems

@@ -1,0 +1,134 @@
+"""The case registry: in-tree cases and cases from other packages, by id.
+
+Third-party packages register cases through the entry-point group ``gym_trainfail.cases``.
+An entry point loads to a folder path (``str`` or ``Path``), a list of them, or a callable
+returning either. Every case is validated when it is registered; a broken one is refused with
+the reason, and the others still load.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import logging
+from collections.abc import Iterable, Iterator
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import gymnasium
+
+from gym_trainfail.cases import CaseSpec, load_case
+from gym_trainfail.errors import CaseDefinitionError, UnknownCaseError
+from gym_trainfail.paths import builtin_cases_dir
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "gym_trainfail.cases"
+ENV_ENTRY_POINT = "gym_trainfail.env:TrainFailEnv"
+
+
+class Registry:
+    """Cases by id. ``refused`` keeps the cases that failed validation, with the reason."""
+
+    def __init__(self) -> None:
+        self._cases: dict[str, CaseSpec] = {}
+        self.refused: dict[str, str] = {}
+
+    def register(self, folder: Path) -> CaseSpec:
+        """Validate the case in ``folder`` and register it (also as a Gymnasium id)."""
+        case = load_case(folder)
+        existing = self._cases.get(case.id)
+        if existing is not None and existing.root != case.root:
+            raise CaseDefinitionError(
+                f"{folder}: id {case.id} is already registered from {existing.root}; "
+                "a registered version is frozen, give changed behaviour a new -vN"
+            )
+        self._cases[case.id] = case
+        _register_with_gymnasium(case.id)
+        return case
+
+    def register_quietly(self, folder: Path) -> CaseSpec | None:
+        """Register ``folder``; on a definition error, record it in :attr:`refused` and log it."""
+        try:
+            return self.register(folder)
+        except CaseDefinitionError as exc:
+            self.refused[str(folder)] = str(exc)
+            log.warning("case refused: %s", exc)
+            return None
+
+    def get(self, case_id: str) -> CaseSpec:
+        """The case registered as ``case_id``; unknown ids get the near names suggested."""
+        try:
+            return self._cases[case_id]
+        except KeyError:
+            pass
+        close = difflib.get_close_matches(case_id, list(self._cases), n=3, cutoff=0.5)
+        hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        known = ", ".join(sorted(self._cases)) or "none"
+        raise UnknownCaseError(f"no case registered as {case_id!r}.{hint} Registered: {known}.")
+
+    def ids(self) -> list[str]:
+        """Registered ids, sorted."""
+        return sorted(self._cases)
+
+    def __iter__(self) -> Iterator[CaseSpec]:
+        return iter(self._cases[i] for i in self.ids())
+
+    def __len__(self) -> int:
+        return len(self._cases)
+
+    def discover(self) -> None:
+        """Register the in-tree cases and every ``gym_trainfail.cases`` entry point."""
+        for folder in case_folders(builtin_cases_dir()):
+            self.register_quietly(folder)
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                folders = _folders_from_entry_point(ep.load())
+            except Exception as exc:  # a broken plugin must not take the in-tree cases down
+                self.refused[f"entry point {ep.name}"] = f"{ep.value}: {type(exc).__name__}: {exc}"
+                log.warning("case entry point %s refused: %s", ep.name, exc)
+                continue
+            for folder in folders:
+                self.register_quietly(folder)
+
+
+def case_folders(parent: Path) -> list[Path]:
+    """Sub-folders of ``parent`` that hold a ``case.toml``."""
+    if not parent.is_dir():
+        return []
+    return sorted(p for p in parent.iterdir() if (p / "case.toml").is_file())
+
+
+def _folders_from_entry_point(value: object) -> list[Path]:
+    if callable(value):
+        value = value()
+    if isinstance(value, str | Path):
+        value = [value]
+    if not isinstance(value, Iterable):
+        raise CaseDefinitionError(f"expected a folder path or a list of them, found {type(value).__name__}")
+    folders = []
+    for item in value:
+        if not isinstance(item, str | Path):
+            raise CaseDefinitionError(f"expected a folder path, found {item!r}")
+        path = Path(item)
+        folders.extend(case_folders(path) if not (path / "case.toml").is_file() else [path])
+    return folders
+
+
+def _register_with_gymnasium(case_id: str) -> None:
+    if case_id in gymnasium.registry:
+        return
+    gymnasium.register(id=case_id, entry_point=ENV_ENTRY_POINT, kwargs={"case_id": case_id})
+
+
+@functools.cache
+def default_registry() -> Registry:
+    """The process-wide registry, discovered on first use (tests build their own)."""
+    registry = Registry()
+    registry.discover()
+    return registry
+
+
+def get_case(case_id: str) -> CaseSpec:
+    """Shortcut for ``default_registry().get(case_id)``."""
+    return default_registry().get(case_id)

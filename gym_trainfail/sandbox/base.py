@@ -1,0 +1,145 @@
+"""The sandbox interface every backend implements (``bwrap``, ``process``, ``docker``).
+
+A sandbox owns one workspace directory on the host, visible inside at
+:attr:`Sandbox.workspace_path`, and runs commands against it. Commands are independent
+processes: the workspace persists between them, processes do not. Backends normalise their
+failures: :class:`~gym_trainfail.errors.SandboxLostError` when the sandbox died,
+:class:`~gym_trainfail.errors.SandboxUnavailableError` when it cannot start.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import ClassVar
+
+from gym_trainfail.runtimes import Runtime
+
+#: Where the workspace appears inside isolating sandboxes.
+WORKSPACE = "/workspace"
+
+GiB = 1 << 30
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host path made visible inside the sandbox at ``target``."""
+
+    source: Path
+    target: str
+    writable: bool = False
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits per command. ``None`` means unlimited."""
+
+    memory_bytes: int | None = 8 * GiB
+    pids: int | None = 2048
+    output_bytes: int = 48_000
+
+
+@dataclass(frozen=True)
+class Device:
+    """One allocatable device: a GPU (``kind='gpu'``, ``index`` its host id) or a CPU slot."""
+
+    kind: str
+    index: int
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """A finished command as the sandbox saw it."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    oom_killed: bool = False
+    output_truncated: bool = False
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """Exited with status 0 within its time."""
+        return self.exit_code == 0 and not self.timed_out
+
+    @property
+    def killed_by(self) -> int | None:
+        """The signal number that ended it, if a signal did."""
+        if self.exit_code is not None and self.exit_code < 0:
+            return -self.exit_code
+        if self.exit_code is not None and self.exit_code > 128:
+            return self.exit_code - 128
+        return None
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    """Everything a backend needs to make a sandbox."""
+
+    runtime: Runtime
+    workspace: Path
+    mounts: tuple[Mount, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    limits: Limits = Limits()
+    label: str = "episode"
+
+
+class Sandbox(abc.ABC):
+    """One isolated place to run commands against a workspace."""
+
+    #: Backend name, as given to ``sandbox=``.
+    backend: ClassVar[str]
+    #: Whether the backend isolates anything (``process`` does not).
+    isolates: ClassVar[bool] = True
+
+    def __init__(self, config: SandboxConfig) -> None:
+        self.config = config
+
+    @property
+    def host_workspace(self) -> Path:
+        """The workspace on the host (bind-mounted; file tools and snapshots use it)."""
+        return self.config.workspace
+
+    @property
+    def workspace_path(self) -> str:
+        """The workspace as commands inside the sandbox see it."""
+        return WORKSPACE
+
+    @abc.abstractmethod
+    def exec(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        devices: Sequence[Device] = (),
+        stdin: bytes | None = None,
+    ) -> ExecResult:
+        """Run ``argv`` inside the sandbox and wait for it (or its timeout).
+
+        Raises :class:`~gym_trainfail.errors.SandboxLostError` if the sandbox has died.
+        """
+
+    @abc.abstractmethod
+    def check_alive(self) -> None:
+        """Raise :class:`~gym_trainfail.errors.SandboxLostError` if the sandbox has died."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook: most backends hold nothing between commands
+        """Release what the sandbox holds (the host workspace is left in place)."""
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

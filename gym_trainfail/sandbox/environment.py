@@ -1,0 +1,54 @@
+"""The explicit environment of a sandboxed command. Nothing is inherited from the host.
+
+The host's environment (API keys above all) never reaches a sandbox: every backend starts
+from an empty environment and adds only what is built here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from gym_trainfail.sandbox.base import Device, SandboxConfig
+
+#: Names a caller may never set inside a sandbox, whatever it passes.
+_RESERVED = frozenset({"LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONHOME"})
+
+
+def sandbox_env(
+    config: SandboxConfig,
+    workspace: str,
+    devices: Sequence[Device],
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Environment for one command: runtime, offline switches, devices, then ``extra``."""
+    env = {
+        "HOME": "/tmp",
+        "USER": "agent",
+        "LANG": "C.UTF-8",
+        "TMPDIR": "/tmp",
+        "WORKSPACE": workspace,
+        "PYTHONUNBUFFERED": "1",
+        "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "MPLCONFIGDIR": "/tmp",
+        "TRAINFAIL_BACKEND": "gloo",
+        **config.runtime.env(),
+        **config.env,
+    }
+    gpus = [d.index for d in devices if d.kind == "gpu"]
+    if devices:
+        env["TRAINFAIL_DEVICES"] = str(len(devices))
+        env["NPROC"] = str(len(devices))
+    if gpus:
+        env["TRAINFAIL_BACKEND"] = "nccl"
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(len(gpus)))
+    else:
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    for key, value in (extra or {}).items():
+        if key not in _RESERVED:
+            env[key] = value
+    return env

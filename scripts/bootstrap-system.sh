@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# System packages gym-trainfail needs on Debian/Ubuntu: bubblewrap (the embedded sandbox),
+# patch (case reference repairs), g++ (DeepSpeed builds its CPU ops when the runtime is built).
+# Installs only what is missing; needs root (or sudo) when something is.
+set -euo pipefail
+need=()
+command -v bwrap >/dev/null || need+=(bubblewrap)
+command -v patch >/dev/null || need+=(patch)
+command -v g++ >/dev/null || need+=(g++)
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+sudo=""
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null || { echo "need root to install: ${need[*]}" >&2; exit 1; }
+  sudo=sudo
+fi
+echo "installing system packages: ${need[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
