@@ -22,7 +22,7 @@ from rich.table import Table
 from gym_trainfail.agents import agent_names, load_agent
 from gym_trainfail.arms import ARMS
 from gym_trainfail.devices import DevicePool
-from gym_trainfail.episode import EpisodeResult, RunGrades, grade_run, run_episode
+from gym_trainfail.episode import EpisodeResult, RunGrades, grade_run, resume_episode, run_episode
 from gym_trainfail.errors import RuntimeMissingError, TrainFailError
 from gym_trainfail.grading import ScenarioOutcome
 from gym_trainfail.qualify import Qualification, qualify
@@ -218,18 +218,51 @@ def _build_with_progress(arm: str, *, force: bool) -> Runtime:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    case = get_case(args.case)
-    _ensure_runtime(args.arm)
-    agent = load_agent(args.agent)
-    run_dir = args.out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{case.name}-{args.arm}-{agent.name}"
-    with err.status(f"{agent.name} playing {case.id} ({args.arm})"):
-        result = run_episode(agent, case=case, arm=args.arm, sandbox=args.sandbox, run_dir=run_dir, seed=args.seed,
-                             grade_on_end=not args.no_grade)  # fmt: skip
+    if args.resume is not None:
+        with err.status(f"resuming {args.resume}"):
+            result = resume_episode(args.resume, sandbox=None if args.sandbox == "auto" else args.sandbox,
+                                    grade_on_end=not args.no_grade)  # fmt: skip
+    else:
+        if not args.case or not args.agent:
+            raise TrainFailError("run needs --case and --agent (or --resume RUN_DIR)")
+        case = get_case(args.case)
+        _ensure_runtime(args.arm)
+        options = _agent_options(args)
+        agent = load_agent(args.agent, **options)
+        run_dir = args.out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{case.name}-{args.arm}-{agent.name}"
+        with err.status(f"{agent.name} playing {case.id} ({args.arm})"):
+            result = run_episode(
+                agent,
+                case=case,
+                arm=args.arm,
+                sandbox=args.sandbox,
+                run_dir=run_dir,
+                seed=args.seed,
+                grade_on_end=not args.no_grade,
+                agent_options=options,
+            )
     if args.json:
         print(json.dumps(_episode_json(result), indent=2))
     else:
         _print_episodes([result])
     return 0
+
+
+def _agent_options(args: argparse.Namespace) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if args.model:
+        options["model"] = args.model
+    if args.base_url:
+        options["base_url"] = args.base_url
+    for item in args.agent_option:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise TrainFailError(f"--agent-option expects KEY=VALUE, got {item!r}")
+        try:
+            options[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            options[key] = raw
+    return options
 
 
 def cmd_grade(args: argparse.Namespace) -> int:

@@ -33,7 +33,7 @@ from gym_trainfail.errors import (
     TrainFailError,
 )
 from gym_trainfail.grading import Grader
-from gym_trainfail.ledger import Ledger
+from gym_trainfail.ledger import Ledger, read_events, summarize
 from gym_trainfail.paths import episodes_dir
 from gym_trainfail.registry import get_case
 from gym_trainfail.revisions import Checkpoints, RevisionLog, restore
@@ -115,44 +115,92 @@ class TrainFailEnv(gymnasium.Env[str, str]):
     # -- Gymnasium API ----------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Start a new episode; ``options={"resume": RUN_DIR}`` continues an interrupted one instead.
+
+        Other options: ``run_dir`` (where to keep this episode), ``agent`` (name recorded in it).
+        """
         super().reset(seed=seed)
         self._end_episode("reset")
         options = options or {}
+        if options.get("resume") is not None:
+            return self._resume(Path(options["resume"]))
         run_dir = self._new_run_dir(options.get("run_dir"))
         runtime = self.runtime
         workspace = run_dir / "workspace"
         shutil.copytree(self.case.workspace_dir, workspace, symlinks=True)
-        ledger = Ledger(run_dir / "ledger.jsonl")
-        revisions = RevisionLog(run_dir)
-        sandbox = self._make_sandbox(runtime, workspace)
-        episode = _Episode(
-            run_dir=run_dir,
-            ledger=ledger,
-            revisions=revisions,
-            checkpoints=Checkpoints(run_dir, revisions.store),
-            sandbox=sandbox,
-            files=WorkspaceFiles(workspace, sandbox.workspace_path),
-            started=time.time(),
-        )
-        self._episode = episode
+        episode = self._open_episode(run_dir, workspace, started=time.time())
         meta = {
             "case": self.case.id,
             "case_hash": self.case.content_hash(),
             "case_root": str(self.case.root),
             "arm": self.arm.name,
-            "sandbox": sandbox.backend,
+            "sandbox": episode.sandbox.backend,
             "runtime": runtime.digest,
             "seed": seed,
             "devices": self.pool.describe(),
             "budgets": vars(self.budgets),
             "agent": options.get("agent"),
+            "agent_options": options.get("agent_options") or {},
             "started": episode.started,
         }
         (run_dir / "episode.json").write_text(json.dumps(meta, indent=2, default=str))
-        ledger.append("reset", t=episode.started, **{k: v for k, v in meta.items() if k != "started"})
+        episode.ledger.append("reset", t=episode.started, **{k: v for k, v in meta.items() if k != "started"})
         episode.checkpoints.save(workspace, self.case.workspace_exclude, 0)
         observation = self._observe(self._first_observation())
         return observation, {**self._info(tool=None, error=False), "run_dir": str(run_dir)}
+
+    def _open_episode(self, run_dir: Path, workspace: Path, started: float) -> _Episode:
+        revisions = RevisionLog(run_dir)
+        sandbox = self._make_sandbox(self.runtime, workspace)
+        self._episode = _Episode(
+            run_dir=run_dir,
+            ledger=Ledger(run_dir / "ledger.jsonl"),
+            revisions=revisions,
+            checkpoints=Checkpoints(run_dir, revisions.store),
+            sandbox=sandbox,
+            files=WorkspaceFiles(workspace, sandbox.workspace_path),
+            started=started,
+        )
+        return self._episode
+
+    def _resume(self, run_dir: Path) -> tuple[str, dict[str, Any]]:
+        """Reopen an interrupted episode: the workspace comes back from its last checkpoint,
+        counters from the ledger, and the gap since the last event is recorded as a suspension."""
+        run_dir = run_dir.resolve()
+        try:
+            meta = json.loads((run_dir / "episode.json").read_text())
+            events = read_events(run_dir / "ledger.jsonl")
+        except (OSError, json.JSONDecodeError) as exc:
+            raise TrainFailError(f"{run_dir} is not a resumable episode: {exc}") from None
+        if meta.get("case") != self.case.id or meta.get("arm") != self.arm.name:
+            raise TrainFailError(
+                f"{run_dir} is an episode of {meta.get('case')} ({meta.get('arm')}), "
+                f"not {self.case.id} ({self.arm.name})"
+            )
+        if any(e["event"] == "finish" and e.get("reason") not in ("close", "interrupted") for e in events):
+            raise TrainFailError(f"{run_dir} has already finished; it cannot be resumed")
+        checkpoint = Checkpoints(run_dir, RevisionLog(run_dir).store).latest()
+        if checkpoint is None:
+            raise TrainFailError(f"{run_dir} has no workspace checkpoint to resume from")
+        workspace = run_dir / "workspace"
+        if workspace.exists():
+            shutil.rmtree(workspace)
+        restore(checkpoint[1], RevisionLog(run_dir).store, workspace)
+        episode = self._open_episode(run_dir, workspace, started=float(meta["started"]))
+        summary = summarize(events, until=max(e["t"] for e in events))
+        episode.steps = summary.steps
+        episode.device_seconds = summary.solver_device_seconds
+        episode.queue_wait_s = summary.queue_wait_seconds
+        episode.tokens = summary.total_tokens
+        submits = [e["revision"] for e in events if e["event"] == "submit"]
+        episode.last_revision = submits[-1] if submits else None
+        last = max(_event_time(e) for e in events)
+        now = time.time()
+        episode.suspended_s = summary.suspended_seconds + (now - last)
+        episode.ledger.append("suspension", start=last, end=now, reason="interrupted")
+        episode.ledger.append("resume", step=episode.steps, checkpoint_step=checkpoint[0], tree=checkpoint[1].digest)
+        observation = self._observe(self._first_observation())
+        return observation, {**self._info(tool=None, error=False), "run_dir": str(run_dir), "resumed": True}
 
     def step(self, action: str | Mapping[str, Any]) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         episode = self._episode
@@ -206,6 +254,7 @@ class TrainFailEnv(gymnasium.Env[str, str]):
         if terminated or truncated:
             info["reward_status"] = self._reward_status
             info["final_revision"] = episode.last_revision
+        _append_transcript(episode.run_dir, episode.steps, call, observation, terminated, truncated)
         return observation, reward, terminated, truncated, info
 
     def render(self) -> str | None:
@@ -483,6 +532,40 @@ class TrainFailEnv(gymnasium.Env[str, str]):
         if "revision" in extra:
             info["revision"] = extra["revision"]
         return info
+
+
+def _event_time(event: Mapping[str, Any]) -> float:
+    return max(float(event.get(k) or 0.0) for k in ("t", "end", "released_at"))
+
+
+def _append_transcript(
+    run_dir: Path, index: int, call: ToolCall | None, observation: str, terminated: bool, truncated: bool
+) -> None:
+    """Record what each step answered, so an interrupted agent loop can replay finished calls."""
+    record = {
+        "index": index,
+        "tool": call.tool if call else None,
+        "arguments": dict(call.arguments) if call else None,
+        "observation": observation,
+        "terminated": terminated,
+        "truncated": truncated,
+    }
+    with (run_dir / "transcript.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
+
+
+def read_transcript(run_dir: Path) -> list[dict[str, Any]]:
+    """The recorded steps of an episode (index, tool, arguments, observation, ...)."""
+    path = run_dir / "transcript.jsonl"
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a torn last line from a crash
+    return records
 
 
 def _override_budgets(base: Budgets, overrides: Mapping[str, float]) -> Budgets:

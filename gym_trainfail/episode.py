@@ -18,10 +18,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from gym_trainfail.agents import Agent
+from gym_trainfail.agents import Agent, load_agent
 from gym_trainfail.cases import CaseSpec, load_case
 from gym_trainfail.env import TrainFailEnv
-from gym_trainfail.errors import UnknownCaseError
+from gym_trainfail.errors import TrainFailError, UnknownCaseError
 from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome, write_json
 from gym_trainfail.ledger import Summary, iter_kind, read_events, summarize
 from gym_trainfail.registry import get_case
@@ -51,13 +51,31 @@ def run_episode(
     run_dir: Path | None = None,
     seed: int = 0,
     grade_on_end: bool = True,
+    agent_options: dict[str, Any] | None = None,
+    resume: bool = False,
     env_options: dict[str, Any] | None = None,
 ) -> EpisodeResult:
-    """Reset an env, let ``agent`` play it to the end, close it and report the result."""
-    env = TrainFailEnv(case=case, arm=arm, sandbox=sandbox, run_dir=run_dir, grade_on_end=grade_on_end,
-                       **(env_options or {}))  # fmt: skip
+    """Reset an env, let ``agent`` play it to the end, close it and report the result.
+
+    With ``resume=True``, ``run_dir`` is an interrupted episode that is continued instead.
+    ``agent_options`` are recorded in the episode (never put secrets in them) so a resumed
+    episode gets the same agent.
+    """
+    if resume and run_dir is None:
+        raise TrainFailError("resume needs the run directory of the interrupted episode")
+    env = TrainFailEnv(
+        case=case,
+        arm=arm,
+        sandbox=sandbox,
+        run_dir=None if resume else run_dir,
+        grade_on_end=grade_on_end,
+        **(env_options or {}),
+    )
+    options: dict[str, Any] = {"agent": agent.name, "agent_options": agent_options or {}}
+    if resume:
+        options["resume"] = run_dir
     try:
-        observation, info = env.reset(seed=seed, options={"agent": agent.name})
+        observation, info = env.reset(seed=seed, options=options)
         directory = env.run_dir
         assert directory is not None
         reward = agent.play(env, observation, info)
@@ -76,10 +94,35 @@ def run_episode(
         summary=summarize(events),
     )
     meta = json.loads((directory / "episode.json").read_text())
-    meta.update(agent=agent.name, reward=reward, reward_status=status, final_revision=final,
-                summary=result.summary.to_dict())  # fmt: skip
+    meta.update(
+        agent=agent.name,
+        reward=reward,
+        reward_status=status,
+        final_revision=final,
+        summary=result.summary.to_dict(),
+    )
     write_json(directory / "episode.json", meta)
     return result
+
+
+def resume_episode(run_dir: Path, *, sandbox: str | None = None, grade_on_end: bool = True) -> EpisodeResult:
+    """Continue an interrupted episode with the agent (and options) it was started with."""
+    try:
+        meta = json.loads((run_dir / "episode.json").read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise TrainFailError(f"{run_dir} is not an episode run directory: {exc}") from None
+    options = dict(meta.get("agent_options") or {})
+    agent = load_agent(meta["agent"], **options)
+    return run_episode(
+        agent,
+        case=episode_case(meta),
+        arm=meta["arm"],
+        sandbox=sandbox or meta.get("sandbox", "auto"),
+        run_dir=run_dir,
+        grade_on_end=grade_on_end,
+        agent_options=options,
+        resume=True,
+    )
 
 
 @dataclass(frozen=True)

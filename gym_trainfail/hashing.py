@@ -92,21 +92,33 @@ def walk_tree(
             yield rel, full, full.lstat()
 
 
-def manifest(root: Path, *, include: Iterable[str] | None = None, exclude: Iterable[str] = ()) -> list[Entry]:
-    """The sorted manifest of a tree (regular files and symlinks; special files are skipped)."""
+#: (path, size, mtime_ns, inode, ctime_ns) -> content digest, for files that did not change.
+StatCache = dict[tuple[str, int, int, int, int], str]
+
+
+def manifest(
+    root: Path,
+    *,
+    include: Iterable[str] | None = None,
+    exclude: Iterable[str] = (),
+    cache: StatCache | None = None,
+) -> list[Entry]:
+    """The sorted manifest of a tree (regular files and symlinks; special files are skipped).
+
+    With ``cache``, a file whose size, mtime, ctime and inode are unchanged is not read again.
+    """
     entries = []
     for rel, full, st in walk_tree(root, include=include, exclude=exclude):
         if stat.S_ISLNK(st.st_mode):
             entries.append(Entry(path=rel, link=os.readlink(full)))
         elif stat.S_ISREG(st.st_mode):
-            entries.append(
-                Entry(
-                    path=rel,
-                    digest=file_digest(full),
-                    size=st.st_size,
-                    executable=bool(st.st_mode & 0o111),
-                )
-            )
+            key = (rel, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+            digest = cache.get(key) if cache is not None else None
+            if digest is None:
+                digest = file_digest(full)
+                if cache is not None:
+                    cache[key] = digest
+            entries.append(Entry(path=rel, digest=digest, size=st.st_size, executable=bool(st.st_mode & 0o111)))
     entries.sort(key=lambda e: e.path)
     return entries
 

@@ -1,4 +1,4 @@
-"""The episode ledger: append-only JSONL, flushed and synced per event.
+"""The episode ledger: append-only JSONL, flushed per event.
 
 Every event has ``event`` (its kind) and ``t`` (wall-clock seconds since the epoch). Kinds:
 
@@ -30,7 +30,8 @@ Event = dict[str, Any]
 
 
 class Ledger:
-    """Appends events to ``path``; each write is flushed and fsynced before returning."""
+    """Appends events to ``path``. Each event is flushed to the OS before ``append`` returns, so a
+    crash of this process loses nothing recorded; the file is fsynced when the ledger closes."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -44,11 +45,12 @@ class Ledger:
             raise ValueError(f"ledger {self.path} is closed")
         self._handle.write(json.dumps(record, sort_keys=True, default=str) + "\n")
         self._handle.flush()
-        os.fsync(self._handle.fileno())
         return record
 
     def close(self) -> None:
         if self._handle is not None:
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
             self._handle.close()
             self._handle = None
 

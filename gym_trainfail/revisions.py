@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_trainfail.errors import ToolError
-from gym_trainfail.hashing import Entry, manifest, manifest_digest
+from gym_trainfail.hashing import Entry, StatCache, manifest, manifest_digest
 
 #: Never part of a snapshot, whatever the case says.
 ALWAYS_EXCLUDED = ("__pycache__", "*.pyc", ".ipynb_checkpoints")
@@ -74,10 +74,10 @@ class ObjectStore:
         os.replace(partial, target)
 
 
-def snapshot(workspace: Path, store: ObjectStore, exclude: Iterable[str] = ()) -> Tree:
+def snapshot(workspace: Path, store: ObjectStore, exclude: Iterable[str] = (), cache: StatCache | None = None) -> Tree:
     """Record the workspace's content into ``store`` and return its tree."""
     excluded = (*ALWAYS_EXCLUDED, *exclude)
-    entries = manifest(workspace, exclude=excluded)
+    entries = manifest(workspace, exclude=excluded, cache=cache)
     total = sum(e.size for e in entries)
     if total > MAX_SNAPSHOT_BYTES:
         largest = sorted(entries, key=lambda e: -e.size)[:3]
@@ -147,9 +147,15 @@ class Checkpoints:
     def __init__(self, run_dir: Path, store: ObjectStore) -> None:
         self.path = run_dir / "checkpoint.json"
         self.store = store
+        self._stat_cache: StatCache = {}
+        self._last: str | None = None
 
     def save(self, workspace: Path, exclude: Iterable[str], step: int) -> Tree:
-        tree = snapshot(workspace, self.store, exclude)
+        """Record the workspace; a step that changed nothing leaves the checkpoint as it is."""
+        tree = snapshot(workspace, self.store, exclude, cache=self._stat_cache)
+        if tree.digest == self._last:
+            return tree
+        self._last = tree.digest
         partial = self.path.with_suffix(".tmp")
         partial.write_text(json.dumps({"step": step, **tree.to_json()}))
         os.replace(partial, self.path)

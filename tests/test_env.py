@@ -13,7 +13,7 @@ from gymnasium.utils.env_checker import check_env
 
 import gym_trainfail
 from gym_trainfail.cases import CaseSpec
-from gym_trainfail.env import TrainFailEnv
+from gym_trainfail.env import TrainFailEnv, read_transcript
 from gym_trainfail.episode import grade_run
 from gym_trainfail.ledger import read_events, summarize
 from gym_trainfail.runtimes import Runtime
@@ -232,3 +232,32 @@ def test_gymnasium_make_registered_case(runtime: Runtime, bwrap_usable: None, tm
     assert "README.md" in act(env, "list_files")[0]
     assert isinstance(env.unwrapped, gym_trainfail.TrainFailEnv)
     env.close()
+
+
+def test_interrupted_episode_resumes_from_its_run_dir(
+    echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None, tmp_path: Path
+) -> None:
+    first = TrainFailEnv(case=echo_case, sandbox="bwrap", runs_root=tmp_path)
+    first.reset(seed=0)
+    act(first, "edit_file", path="report.py", old_text="41", new_text="42")
+    act(first, "run_job", command="echo ran", devices=1)
+    directory = run_dir(first)
+    (directory / "workspace" / "report.py").write_text("half-written by a crash")  # not a completed step
+    del first  # the process dies: no finish, no close
+
+    second = TrainFailEnv(case=echo_case, sandbox="bwrap")
+    observation, info = second.reset(options={"resume": directory})
+    assert info["resumed"] and info["step"] == 2 and echo_case.prompt in observation
+    assert act(second, "shell", command="python report.py")[0].endswith("42")
+    assert act(second, "submit")[0] == "revision 1 recorded"
+    _, reward, terminated, _, info = act(second, "finish")
+    assert (reward, terminated, info["step"]) == (1.0, True, 5)
+    events = read_events(directory / "ledger.jsonl")
+    kinds = [e["event"] for e in events]
+    assert kinds.count("reset") == 1 and "resume" in kinds
+    assert [e["reason"] for e in events if e["event"] == "suspension"] == ["interrupted"]
+    assert sum(1 for e in events if e["event"] == "device") == 1  # the finished job is not run again
+    transcript = [(r["index"], r["tool"]) for r in read_transcript(directory)]
+    assert transcript == [(1, "edit_file"), (2, "run_job"), (3, "shell"), (4, "submit"), (5, "finish")]
+    with pytest.raises(gym_trainfail.TrainFailError, match="has already finished"):
+        TrainFailEnv(case=echo_case, sandbox="bwrap").reset(options={"resume": directory})
