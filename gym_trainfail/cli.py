@@ -21,15 +21,17 @@ from rich.table import Table
 
 from gym_trainfail.agents import agent_names, load_agent
 from gym_trainfail.arms import ARMS
+from gym_trainfail.cases import CaseSpec
 from gym_trainfail.devices import DevicePool
 from gym_trainfail.episode import EpisodeResult, RunGrades, grade_run, resume_episode, run_episode
 from gym_trainfail.errors import RuntimeMissingError, TrainFailError
 from gym_trainfail.grading import ScenarioOutcome
 from gym_trainfail.qualify import Qualification, qualify
-from gym_trainfail.registry import default_registry, get_case
+from gym_trainfail.registry import default_registry, resolve_case
 from gym_trainfail.runtimes import Runtime, build_runtime, find_runtime, list_runtimes
 from gym_trainfail.sandbox import backend_status
 from gym_trainfail.sandbox.cgroups import cgroup_support
+from gym_trainfail.scaffold import scaffold_case
 
 DEMO_CASE = "TrainFail/DDPTokenAverage-v0"
 
@@ -95,12 +97,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
 
     p = command("qualify", cmd_qualify, "run a case's admission gate and print the scenario table")
-    p.add_argument("case")
+    p.add_argument("case", help="case id, or the folder of a case that is not registered yet")
     p.add_argument("--sandbox", default="auto")
     p.add_argument("--repeats", type=int, default=2, help="runs of the unmodified workspace (default 2)")
     p.add_argument("--wrong-repairs", action="store_true", help="also grade the case's wrong repairs")
     p.add_argument("--out", type=Path, help="also write the result as JSON here")
     p.add_argument("--json", action="store_true")
+
+    p = command("case", cmd_case, "case authoring: `case new NAME` scaffolds a case folder")
+    p.add_argument("action", choices=["new"])
+    p.add_argument("name", help="case name, e.g. FSDPStateSkew (becomes TrainFail/FSDPStateSkew-v0)")
+    p.add_argument("--dir", type=Path, default=Path("envs"), help="parent folder (default: envs)")
+    p.add_argument("--namespace", default="TrainFail")
 
     p = command("demo", cmd_demo, f"the main job: reference and noop agents on {DEMO_CASE}, graded")
     p.add_argument("--case", default=DEMO_CASE)
@@ -225,7 +233,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         if not args.case or not args.agent:
             raise TrainFailError("run needs --case and --agent (or --resume RUN_DIR)")
-        case = get_case(args.case)
+        case = resolve_case(args.case)
         _ensure_runtime(args.arm)
         options = _agent_options(args)
         agent = load_agent(args.agent, **options)
@@ -292,7 +300,7 @@ def _grade_with_progress(run_dir: Path, sandbox: str) -> RunGrades:
 
 
 def cmd_qualify(args: argparse.Namespace) -> int:
-    case = get_case(args.case)
+    case = resolve_case(args.case)
     _ensure_runtime("control")
     with err.status(f"qualifying {case.id}") as status:
 
@@ -310,13 +318,12 @@ def cmd_qualify(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_json(), indent=2, default=str))
     else:
-        _print_qualification(case.id, result)
+        _print_qualification(case, result)
     return 0 if result.admitted else 1
 
 
-def _print_qualification(case_id: str, result: Qualification) -> None:
-    case = get_case(case_id)
-    table = Table(title=f"qualification of {case_id}")
+def _print_qualification(case: CaseSpec, result: Qualification) -> None:
+    table = Table(title=f"qualification of {case.id}")
     table.add_column("scenario")
     table.add_column("kind")
     for variant in result.variants:
@@ -343,11 +350,19 @@ def _headline(outcome: ScenarioOutcome) -> str:
     return ""
 
 
+def cmd_case(args: argparse.Namespace) -> int:
+    case = scaffold_case(args.name, args.dir, namespace=args.namespace)
+    out.print(f"created {case.id} in {_short(case.root)} (passes schema validation)")
+    out.print("next: put the real failure in workspace/, write the grader's oracle and scenarios, then run")
+    out.print(f"  trainfail qualify {_short(case.root)} --wrong-repairs   (docs/case-authoring.md)")
+    return 0
+
+
 # -- demo -------------------------------------------------------------------------------------
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    case = get_case(args.case)
+    case = resolve_case(args.case)
     _ensure_runtime("control")
     results: list[EpisodeResult] = []
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -480,13 +480,7 @@ class TrainFailEnv(gymnasium.Env[str, str]):
             self._reward_status = "deferred"
             return 0.0
         try:
-            grader = Grader(
-                self.case,
-                arm=self.arm.name,
-                sandbox=self.backend,
-                pool=self.pool,
-                runtime=self.runtime,
-            )
+            grader = Grader(self.case, sandbox=self.backend, pool=self.pool)
             workspace = episode.run_dir / "grading" / f"revision-{episode.last_revision}"
             if workspace.exists():
                 shutil.rmtree(workspace)

@@ -194,7 +194,7 @@ def grade_run(
     """Grade every revision of the episode in ``run_dir`` (each distinct tree once)."""
     meta = json.loads((run_dir / "episode.json").read_text())
     case = episode_case(meta)
-    grader = grader or Grader(case, arm=meta.get("arm", "control"), sandbox=sandbox)
+    grader = grader or Grader(case, sandbox=sandbox)
     events = read_events(run_dir / "ledger.jsonl")
     log = RevisionLog(run_dir)
     receipts: dict[str, Receipt] = {}

@@ -4,8 +4,10 @@ The grader copies the revision into a new sandbox per scenario, mounts the case'
 read-only at ``/grader`` and a scratch ``/io``, runs the case's harness (protocol in
 ``docs/case-authoring.md``) and reads back one outcome. Verdicts never reach the agent.
 
-Receipts are keyed by (revision tree hash, grader hash); the grader hash covers the case's
-grader files and the runtime, so a change to either voids old receipts. A receipt holding an
+Every revision is graded in the ``control`` runtime, whatever arm produced it: a repair must
+not depend on TrainCheck, and receipts are shared across arms. Receipts are keyed by
+(revision tree hash, grader hash); the grader hash covers the case's grader files and the
+runtime, so a change to either voids old receipts. A receipt holding an
 infrastructure error is never cached: the revision is graded again next time.
 """
 
@@ -34,6 +36,8 @@ from gym_trainfail.sandbox import ExecResult, Limits, Mount, SandboxConfig, crea
 from gym_trainfail.sandbox.base import GiB
 
 Status = Literal["pass", "fail", "error"]
+#: The runtime graders run in, for revisions from every arm.
+GRADING_ARM = "control"
 #: How often a scenario whose harness answered ``retry`` is run again before it is an error.
 DEFAULT_RETRIES = 2
 GRADER_LIMITS = Limits(memory_bytes=16 * GiB, pids=4096, output_bytes=20_000)
@@ -110,7 +114,6 @@ class Grader:
         self,
         case: CaseSpec,
         *,
-        arm: str = "control",
         sandbox: str = "auto",
         pool: DevicePool | None = None,
         runtime: Runtime | None = None,
@@ -119,7 +122,7 @@ class Grader:
     ) -> None:
         self.case = case
         self.sandbox = sandbox
-        self.runtime = runtime or find_runtime(arm)
+        self.runtime = runtime or find_runtime(GRADING_ARM)
         self.pool = pool or DevicePool()
         self.retries = retries
         self.cache = cache

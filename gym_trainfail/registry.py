@@ -132,3 +132,11 @@ def default_registry() -> Registry:
 def get_case(case_id: str) -> CaseSpec:
     """Shortcut for ``default_registry().get(case_id)``."""
     return default_registry().get(case_id)
+
+
+def resolve_case(id_or_folder: str) -> CaseSpec:
+    """A registered case by id, or the case in a folder (for authors working on a new one)."""
+    folder = Path(id_or_folder)
+    if (folder / "case.toml").is_file():
+        return load_case(folder)
+    return get_case(id_or_folder)

@@ -1,0 +1,252 @@
+"""``trainfail case new``: a new case folder that passes schema validation.
+
+The scaffold is a small but real two-rank gloo pipeline with a harness that follows the
+grader protocol, a fresh grader canary, one healthy and one failure scenario, and a reference
+patch. It is a starting point: it does not pass qualification until the author puts a real
+failure in it (qualification says why).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import secrets
+from pathlib import Path
+
+from gym_trainfail.cases import CASE_ID_RE, CaseSpec, load_case
+from gym_trainfail.errors import TrainFailError
+
+_CASE_TOML = '''\
+id = "{case_id}"
+title = "{name}: describe the failure in one line"
+summary = """
+What goes wrong, for operators and case authors (the agent never sees this).
+"""
+
+[provenance]
+sources = ["https://github.com/OWNER/REPO/issues/NUMBER"]
+reproduced = """
+Which mechanism of the public issue this case reproduces, with which real libraries.
+"""
+simplified = """
+What is smaller or synthetic here (model size, data, ranks), and why that keeps the mechanism.
+"""
+
+[prompt]
+text = """
+You are working in a small team's training repository at /workspace; README.md says how it is
+run and what it must compute. Review the distributed training path, make the changes you
+judge necessary, check them with `run_job`, then `submit` your revision and `finish`.
+"""
+
+[topology]
+world_size = 2
+tensor_parallel = 1
+devices_per_job = 2
+
+[grader]
+command = ["python", "/grader/harness.py"]
+
+[budgets]
+steps = 150
+wall_seconds = 5400
+device_seconds = 7200
+tokens = 4000000
+
+[workspace]
+exclude = ["outputs"]
+check_command = "bash run.sh"
+'''
+
+_README = """\
+# {name}
+
+`bash run.sh` trains on `$NPROC` CPU ranks (gloo) and writes `outputs/metrics.json`.
+
+The reported `global_mean` must be the mean of every sample on every rank.
+"""
+
+_RUN_SH = """\
+#!/usr/bin/env bash
+set -euo pipefail
+cd "$(dirname "$0")"
+exec torchrun --standalone --nproc_per_node "${NPROC:-2}" train.py "$@"
+"""
+
+_TRAIN_PY = '''\
+"""Computes a global statistic across ranks and writes it to outputs/metrics.json."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default="outputs/metrics.json")
+    args = parser.parse_args()
+    dist.init_process_group(os.environ.get("TRAINFAIL_BACKEND", "gloo"))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    generator = torch.Generator().manual_seed(args.seed + rank)
+    samples = torch.rand(4 + 3 * rank, generator=generator)  # ranks hold different amounts of data
+    local_mean = samples.mean()
+    dist.all_reduce(local_mean)
+    global_mean = local_mean / world
+    if rank == 0:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps({{"global_mean": global_mean.item()}}))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+_SCENARIOS = """\
+# Private: the agent never sees this folder.
+[[scenario]]
+name = "equal-shards"
+kind = "healthy"
+devices = 1
+timeout_s = 300
+[scenario.params]
+world_size = 1
+seed = 0
+
+[[scenario]]
+name = "two-ranks"
+kind = "failure"
+devices = 2
+timeout_s = 300
+[scenario.params]
+world_size = 2
+seed = 0
+"""
+
+_HARNESS = '''\
+"""Grader harness for {case_id} (protocol: docs/case-authoring.md).
+
+{canary}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+
+def oracle(world_size: int, seed: int) -> float:
+    """The grader's own answer: the mean over every sample of every rank."""
+    samples = [torch.rand(4 + 3 * r, generator=torch.Generator().manual_seed(seed + r)) for r in range(world_size)]
+    return torch.cat(samples).mean().item()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scenario", required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    scenario = json.loads(Path(args.scenario).read_text())
+    params = scenario["params"]
+    out = Path("/tmp/grader-metrics.json")
+    started = time.monotonic()
+    proc = subprocess.run(
+        ["torchrun", "--standalone", "--nproc_per_node", str(params["world_size"]), "train.py",
+         "--seed", str(params["seed"]), "--out", str(out)],
+        capture_output=True, text=True, timeout=scenario.get("timeout_s", 300),
+    )
+    train_s = time.monotonic() - started
+    if not out.exists():
+        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+        result = {{"status": "fail", "reason": f"no metrics written (exit {{proc.returncode}}): {{tail}}"[:500]}}
+    else:
+        reported = json.loads(out.read_text())["global_mean"]
+        expected = oracle(params["world_size"], params["seed"])
+        error = abs(reported - expected)
+        result = {{
+            "status": "pass" if error <= 1e-6 else "fail",
+            "reason": "" if error <= 1e-6 else f"global_mean off by {{error:.3e}}",
+            "metrics": {{"abs_error": error}},
+        }}
+    result["timings"] = {{"launch_s": 0.0, "startup_s": 0.0, "train_s": train_s, "oracle_s": 0.0}}
+    Path(args.out).write_text(json.dumps(result))
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+#: The reference repair of the scaffold: sum and count across ranks, then divide.
+_REPAIR = (
+    "    local_mean = samples.mean()\n    dist.all_reduce(local_mean)\n    global_mean = local_mean / world\n",
+    "    totals = torch.stack([samples.sum(), torch.tensor(float(samples.numel()))])\n"
+    "    dist.all_reduce(totals)\n    global_mean = totals[0] / totals[1]\n",
+)
+
+
+def _reference_patch(train_py: str) -> str:
+    before, after = _REPAIR
+    repaired = train_py.replace(before, after)
+    diff = difflib.unified_diff(
+        train_py.splitlines(keepends=True), repaired.splitlines(keepends=True), "a/train.py", "b/train.py"
+    )
+    return "".join(diff)
+
+
+def case_name(name: str) -> str:
+    """``my-new case`` -> ``MyNewCase`` (the Name part of the id)."""
+    parts = [p for p in re.split(r"[^A-Za-z0-9]+", name) if p]
+    if not parts:
+        raise TrainFailError(f"cannot make a case name from {name!r}; use letters and digits, e.g. 'FSDPStateSkew'")
+    joined = "".join(p[0].upper() + p[1:] for p in parts)
+    if not joined[0].isalpha():
+        raise TrainFailError(f"a case name must start with a letter, got {name!r}")
+    return joined
+
+
+def folder_name(name: str) -> str:
+    """``FSDPStateSkew`` -> ``fsdp_state_skew``."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
+
+
+def scaffold_case(name: str, parent: Path, namespace: str = "TrainFail") -> CaseSpec:
+    """Write a new case folder under ``parent`` and return it, validated."""
+    pascal = case_name(name)
+    case_id = f"{namespace}/{pascal}-v0"
+    if not CASE_ID_RE.match(case_id):
+        raise TrainFailError(f"{case_id!r} is not a valid case id (Namespace/Name-vN)")
+    root = parent / folder_name(pascal)
+    if root.exists():
+        raise TrainFailError(f"{root} already exists; choose another name or remove it")
+    canary = f"TRAINFAIL-CANARY-{secrets.token_hex(16)}"
+    files = {
+        "case.toml": _CASE_TOML.format(case_id=case_id, name=pascal),
+        "workspace/README.md": _README.format(name=pascal),
+        "workspace/run.sh": _RUN_SH,
+        "workspace/train.py": _TRAIN_PY.format(),
+        "grader/scenarios.toml": _SCENARIOS,
+        "grader/harness.py": _HARNESS.format(case_id=case_id, canary=canary),
+        "grader/reference.patch": _reference_patch(_TRAIN_PY.format()),
+    }
+    for relative, content in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+    (root / "workspace" / "run.sh").chmod(0o755)
+    (root / "grader" / "wrong_repairs").mkdir()
+    return load_case(root)
