@@ -70,7 +70,8 @@ def main() -> None:
     backends = [name for name, reason in backend_status().items() if reason is None and name in ("bwrap", "process")]
     results: dict[str, object] = {"case": args.case, "repeats": args.repeats, "direct_bash_true_ms": direct_ms}
     table = Table(title=f"episode overhead ({args.case}, median of {args.repeats})")
-    for column in ("backend", "reset ms", "shell `true` step ms", "overhead ms", "ratio vs direct", "read_file step ms"):
+    columns = ("backend", "reset ms", "shell `true` step ms", "overhead ms", "ratio vs direct", "read_file step ms")
+    for column in columns:
         table.add_column(column)
     table.add_row("direct (host)", "—", f"{direct_ms:.1f}", "0", "1.0×", "—")
     for backend in backends:
