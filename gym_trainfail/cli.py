@@ -77,14 +77,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="rebuild even if up to date")
     p.add_argument("--json", action="store_true")
 
-    p = command("run", cmd_run, "play one episode with an agent and grade it")
-    p.add_argument("--case", required=True, help="case id, e.g. TrainFail/DDPTokenAverage-v0")
+    p = command("run", cmd_run, "play one episode with an agent and grade it (or --resume an interrupted one)")
+    p.add_argument("--case", help="case id (or a case folder), e.g. TrainFail/DDPTokenAverage-v0")
     p.add_argument("--arm", default="control", choices=sorted(ARMS))
+    p.add_argument("--agent", help=f"agent name ({', '.join(agent_names()) or 'none installed'})")
+    p.add_argument("--model", help="model name, for model-driven agents (e.g. --agent openai)")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint, for model-driven agents")
     p.add_argument(
-        "--agent",
-        required=True,
-        help=f"agent name ({', '.join(agent_names()) or 'none installed'})",
+        "--agent-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra agent option (repeatable; values parsed as JSON when they can be)",
     )
+    p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue this interrupted episode")
     p.add_argument("--sandbox", default="auto", help="auto, bwrap, docker or process (default: auto)")
     p.add_argument("--out", type=Path, help="run directory (default: runs/<time>-<case>-<arm>-<agent>)")
     p.add_argument("--seed", type=int, default=0)

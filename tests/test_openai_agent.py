@@ -20,6 +20,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from gym_trainfail.cases import BUG_VOCABULARY, CaseSpec
+from gym_trainfail.env import read_transcript
+from gym_trainfail.episode import EpisodeResult, resume_episode, run_episode
+from gym_trainfail.errors import TrainFailError
+from gym_trainfail.grading import apply_patch
+from gym_trainfail.hashing import walk_tree
+from gym_trainfail.ledger import Summary, iter_kind, read_events, summarize
+from gym_trainfail.registry import get_case
+from gym_trainfail.revisions import ALWAYS_EXCLUDED
+from gym_trainfail.runtimes import Runtime
 from trainfail_agents import checkpoint, prompts
 from trainfail_agents.checkpoint import Conversation
 from trainfail_agents.context import ContextPolicy, fit, omitted_notice
@@ -39,17 +50,6 @@ from trainfail_agents.openai_agent import OPTIONS, OpenAIAgent
 from trainfail_agents.replay import replay
 from trainfail_agents.retry import RetryPolicy
 from trainfail_agents.usage import TokenCounter, TurnUsage
-
-from gym_trainfail.cases import BUG_VOCABULARY, CaseSpec
-from gym_trainfail.env import read_transcript
-from gym_trainfail.episode import EpisodeResult, resume_episode, run_episode
-from gym_trainfail.errors import TrainFailError
-from gym_trainfail.grading import apply_patch
-from gym_trainfail.hashing import walk_tree
-from gym_trainfail.ledger import Summary, iter_kind, read_events, summarize
-from gym_trainfail.registry import get_case
-from gym_trainfail.revisions import ALWAYS_EXCLUDED
-from gym_trainfail.runtimes import Runtime
 
 KEY = "sk-fake-loop-key-4f1b2c9d8e7a6b5c"
 MODEL = "fake-model"
@@ -336,7 +336,12 @@ def test_real_loop_repairs_ddp_token_average(
     with FakeOpenAIServer(script, api_key=KEY) as server:
         result = play(case, tmp_path / "run", server)
     assert (result.reward, result.reward_status) == (1.0, "graded")
-    assert result.summary.input_tokens == server.usage_totals()["input"]
+    summary, totals = result.summary, server.usage_totals()
+    assert (summary.input_tokens, summary.output_tokens, summary.cached_input_tokens) == (
+        totals["input"],
+        totals["output"],
+        totals["cached_input"],
+    )
     assert len(list(iter_kind(read_events(result.run_dir / "ledger.jsonl"), "device"))) == 1
 
 
