@@ -1,0 +1,1 @@
+"""Tensor-parallel training of the residual MLP surrogate model."""
