@@ -17,6 +17,8 @@ class Arm:
     requirements: str
     blocks_traincheck: bool
     prompt_addendum: str = ""
+    #: Words whose appearance in a tool call is recorded (what the arm withholds).
+    watched_words: tuple[str, ...] = ()
 
     @property
     def requirements_file(self) -> Path:
@@ -25,7 +27,12 @@ class Arm:
 
 
 ARMS: dict[str, Arm] = {
-    "control": Arm(name="control", requirements="requirements-control.txt", blocks_traincheck=True),
+    "control": Arm(
+        name="control",
+        requirements="requirements-control.txt",
+        blocks_traincheck=True,
+        watched_words=("traincheck",),
+    ),
     "traincheck": Arm(
         name="traincheck",
         requirements="requirements-traincheck.txt",

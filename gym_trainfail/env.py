@@ -38,7 +38,7 @@ from gym_trainfail.paths import episodes_dir
 from gym_trainfail.registry import get_case
 from gym_trainfail.revisions import Checkpoints, RevisionLog, restore
 from gym_trainfail.runtimes import Runtime, find_runtime
-from gym_trainfail.sandbox import Limits, Sandbox, SandboxConfig, create_sandbox, resolve_backend
+from gym_trainfail.sandbox import ExecResult, Limits, Sandbox, SandboxConfig, create_sandbox, resolve_backend
 from gym_trainfail.tools import (
     DEFAULT_JOB_TIMEOUT_S,
     DEFAULT_SHELL_TIMEOUT_S,
@@ -215,6 +215,7 @@ class TrainFailEnv(gymnasium.Env[str, str]):
         extra: dict[str, Any] = {}
         try:
             call = parse_action(action, self.tool_specs)
+            self._watch(call)
             output, extra = self._dispatch(call)
         except ToolError as exc:
             output, error = f"error: {exc}", True
@@ -346,13 +347,39 @@ class TrainFailEnv(gymnasium.Env[str, str]):
 
     def _shell(self, command: str, timeout_s: int) -> tuple[str, dict[str, Any]]:
         result = self._require_episode().sandbox.exec(["bash", "-c", command], timeout_s=timeout_s)
+        self._record_audit(result, "shell")
         return _format_exec(result, timeout_s, self.limits), _exec_fields(result)
+
+    def _record_audit(self, result: ExecResult, tool: str, **context: Any) -> None:
+        """Copy what the arm's hooks reported from inside the sandbox into the ledger."""
+        episode = self._require_episode()
+        for record in result.audit:
+            fields = {k: v for k, v in record.items() if k not in ("event", "t")}
+            kind = str(record.get("event", "unparsed"))
+            episode.ledger.append(kind, step=episode.steps + 1, tool=tool, **fields, **context)
+
+    def _watch(self, call: ToolCall) -> None:
+        """Record tool calls that name a tool the arm withholds (reimplementation cannot be
+        blocked, only seen: commands, and text written into the workspace)."""
+        if not self.arm.watched_words:
+            return
+        texts = {key: value for key, value in call.arguments.items() if isinstance(value, str)}
+        for key, value in texts.items():
+            lowered = value.lower()
+            for word in self.arm.watched_words:
+                if word in lowered:
+                    episode = self._require_episode()
+                    where = texts.get("path", "") if key in ("content", "new_text") else ""
+                    episode.ledger.append(
+                        "mention", step=episode.steps + 1, tool=call.tool, argument=key, word=word, path=where
+                    )
 
     def _run_job(self, command: str, devices: int, timeout_s: int) -> tuple[str, dict[str, Any]]:
         episode = self._require_episode()
         lease = self.pool.acquire(devices)
         try:
             result = episode.sandbox.exec(["bash", "-c", command], timeout_s=timeout_s, devices=lease.devices)
+            self._record_audit(result, "run_job", devices=len(lease.devices))
         finally:
             lease.release()
             episode.device_seconds += lease.device_seconds

@@ -31,6 +31,8 @@ BUILD_SCHEMA = "2"
 COMPLETE_MARKER = ".complete"
 BLOCKER_MODULE = "_trainfail_blocker.py"
 BLOCKER_PTH = "_trainfail_blocker.pth"
+TRACKER_MODULE = "_trainfail_usage.py"
+TRACKER_PTH = "_trainfail_usage.pth"
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,17 @@ def blocker_sources() -> dict[str, str]:
     return {name: (folder / name).read_text() for name in (BLOCKER_MODULE, BLOCKER_PTH)}
 
 
+def tracker_sources() -> dict[str, str]:
+    """The treatment arm's usage tracker, installed into site-packages."""
+    folder = containers_dir() / "runtime" / "tracker"
+    return {name: (folder / name).read_text() for name in (TRACKER_MODULE, TRACKER_PTH)}
+
+
+def arm_hooks(arm: Arm) -> dict[str, str]:
+    """The start-up hooks an arm's runtime gets: the blocker, or the usage tracker."""
+    return blocker_sources() if arm.blocks_traincheck else tracker_sources()
+
+
 def runtime_digest(arm: Arm, python_version: str) -> str:
     """Content hash of everything a runtime is built from."""
     parts = [
@@ -152,8 +165,7 @@ def runtime_digest(arm: Arm, python_version: str) -> str:
         *resolve_requirements(arm.requirements_file),
         *(f"{p.name}:{bytes_digest(p.read_bytes())}" for p in postbuild_scripts()),
     ]
-    if arm.blocks_traincheck:
-        parts.extend(f"{k}:{bytes_digest(v.encode())}" for k, v in sorted(blocker_sources().items()))
+    parts.extend(f"{k}:{bytes_digest(v.encode())}" for k, v in sorted(arm_hooks(arm).items()))
     return bytes_digest("\n".join(parts).encode())
 
 
@@ -213,10 +225,10 @@ def build_runtime(arm_name: str, *, progress: Progress = lambda _: None, force: 
             extra_env={"DS_BUILD_OPS": "0", "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
         )
         _run([str(runtime.python), "-m", "pip", "check"], log)
+        progress("installing the arm's start-up hooks (TrainCheck blocker or usage tracker)")
+        for name, source in arm_hooks(arm).items():
+            (runtime.site_packages / name).write_text(source)
         if arm.blocks_traincheck:
-            progress("installing the TrainCheck import blocker")
-            for name, source in blocker_sources().items():
-                (runtime.site_packages / name).write_text(source)
             _write_command_shims(runtime)
         runtime.extensions_dir.mkdir()
         for script in postbuild_scripts():

@@ -261,3 +261,24 @@ def test_interrupted_episode_resumes_from_its_run_dir(
     assert transcript == [(1, "edit_file"), (2, "run_job"), (3, "shell"), (4, "submit"), (5, "finish")]
     with pytest.raises(gym_trainfail.TrainFailError, match="has already finished"):
         TrainFailEnv(case=echo_case, sandbox="bwrap").reset(options={"resume": directory})
+
+
+def test_control_arm_blocks_and_records_traincheck_attempts(echo_env: TrainFailEnv) -> None:
+    echo_env.reset(seed=0)
+    observation = act(echo_env, "shell", command="python -I -c 'import traincheck'")[0]
+    assert "TrainCheck is not available in this evaluation arm (control)" in observation
+    observation = act(echo_env, "run_job", command="traincheck-collect --help; python -m traincheck.infer", devices=1)[
+        0
+    ]
+    assert observation.count("not available in this evaluation arm") == 2
+    act(echo_env, "write_file", path="tc/__init__.py", content="# my own traincheck\n")
+    act(echo_env, "shell", command="rm -rf /workspace/tc")  # erasing the workspace cannot erase the record
+    events = read_events(run_dir(echo_env) / "ledger.jsonl")
+    blocked = [(e["step"], e["tool"], e["kind"], e["detail"]) for e in events if e["event"] == "blocked"]
+    assert blocked == [
+        (1, "shell", "import", "traincheck"),
+        (2, "run_job", "command", "traincheck-collect"),
+        (2, "run_job", "import", "traincheck"),
+    ]
+    mentions = [(e["step"], e["tool"], e["argument"]) for e in events if e["event"] == "mention"]
+    assert mentions == [(1, "shell", "command"), (2, "run_job", "command"), (3, "write_file", "content")]

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from gym_trainfail.runtimes import Runtime
 
@@ -61,6 +61,8 @@ class ExecResult:
     oom_killed: bool = False
     output_truncated: bool = False
     duration_s: float = 0.0
+    #: Records the arm's hooks inside the sandbox reported (blocked attempts, tool usage).
+    audit: tuple[dict[str, Any], ...] = ()
 
     @property
     def ok(self) -> bool:

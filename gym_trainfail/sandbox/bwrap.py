@@ -20,7 +20,7 @@ from gym_trainfail.errors import SandboxLostError, SandboxUnavailableError
 from gym_trainfail.paths import home
 from gym_trainfail.sandbox.base import WORKSPACE, Device, ExecResult, Sandbox, SandboxConfig
 from gym_trainfail.sandbox.environment import sandbox_env
-from gym_trainfail.sandbox.process_runner import run_limited
+from gym_trainfail.sandbox.process_runner import AuditChannel, run_limited
 
 SANDBOX_UID = 1000
 
@@ -129,7 +129,8 @@ class BwrapSandbox(Sandbox):
         stdin: bytes | None = None,
     ) -> ExecResult:
         self.check_alive()
-        environment = sandbox_env(self.config, WORKSPACE, devices, env)
+        audit = AuditChannel()
+        environment = sandbox_env(self.config, WORKSPACE, devices, env, audit_fd=audit.write_fd)
         command = [*self._bwrap_args(environment, cwd or WORKSPACE), "--", *argv]
         result = run_limited(
             command,
@@ -138,6 +139,7 @@ class BwrapSandbox(Sandbox):
             timeout_s=timeout_s,
             limits=self.config.limits,
             stdin=stdin,
+            audit=audit,
         )
         if not self.host_workspace.is_dir():
             raise SandboxLostError(f"the sandbox workspace {self.host_workspace} vanished during the command")

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from gym_trainfail.sandbox.base import Device, SandboxConfig
 
 #: Names a caller may never set inside a sandbox, whatever it passes.
-_RESERVED = frozenset({"LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONHOME"})
+_RESERVED = frozenset({"LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONHOME", "TRAINFAIL_AUDIT_FD"})
 
 
 def sandbox_env(
@@ -19,6 +19,7 @@ def sandbox_env(
     workspace: str,
     devices: Sequence[Device],
     extra: Mapping[str, str] | None = None,
+    audit_fd: int | None = None,
 ) -> dict[str, str]:
     """Environment for one command: runtime, offline switches, devices, then ``extra``."""
     env = {
@@ -51,4 +52,6 @@ def sandbox_env(
     for key, value in (extra or {}).items():
         if key not in _RESERVED:
             env[key] = value
+    if audit_fd is not None:
+        env["TRAINFAIL_AUDIT_FD"] = str(audit_fd)
     return env

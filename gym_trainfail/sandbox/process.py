@@ -16,7 +16,7 @@ from pathlib import Path
 from gym_trainfail.errors import SandboxLostError
 from gym_trainfail.sandbox.base import WORKSPACE, Device, ExecResult, Sandbox, SandboxConfig
 from gym_trainfail.sandbox.environment import sandbox_env
-from gym_trainfail.sandbox.process_runner import run_limited
+from gym_trainfail.sandbox.process_runner import AuditChannel, run_limited
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,8 @@ class ProcessSandbox(Sandbox):
         stdin: bytes | None = None,
     ) -> ExecResult:
         self.check_alive()
-        environment = sandbox_env(self.config, str(self.host_workspace), devices, env)
+        audit = AuditChannel()
+        environment = sandbox_env(self.config, str(self.host_workspace), devices, env, audit_fd=audit.write_fd)
         return run_limited(
             [self.host_path(a) for a in argv],
             env=environment,
@@ -70,4 +71,5 @@ class ProcessSandbox(Sandbox):
             timeout_s=timeout_s,
             limits=self.config.limits,
             stdin=stdin,
+            audit=audit,
         )

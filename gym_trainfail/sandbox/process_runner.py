@@ -8,6 +8,7 @@ cgroup is killed, so no background process outlives the step that started it.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import selectors
 import signal
@@ -69,6 +70,46 @@ class RawResult:
     timed_out: bool
     oom_killed: bool
     duration_s: float
+    audit: CappedBuffer | None = None
+
+
+class AuditChannel:
+    """A pipe whose write end a sandboxed command inherits (its number in ``TRAINFAIL_AUDIT_FD``).
+
+    Arm hooks inside the sandbox (the control arm's blocker, the treatment arm's usage
+    tracker) write one JSON object per line to it. The host reads the pipe while the command
+    runs, so what was written is out of the command's reach: it cannot be erased afterwards.
+    """
+
+    def __init__(self) -> None:
+        self.read_fd, self.write_fd = os.pipe()
+        os.set_inheritable(self.write_fd, True)
+
+    def close_write(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.write_fd)
+
+    def close(self) -> None:
+        self.close_write()
+        with contextlib.suppress(OSError):
+            os.close(self.read_fd)
+
+
+def parse_audit(buffer: CappedBuffer | None) -> tuple[dict[str, object], ...]:
+    """The JSON records written to an audit channel (malformed lines are kept as raw text)."""
+    if buffer is None:
+        return ()
+    records: list[dict[str, object]] = []
+    for line in buffer.text().splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError:
+            value = {"event": "unparsed", "raw": line[:300]}
+        records.append(value if isinstance(value, dict) else {"event": "unparsed", "raw": line[:300]})
+    return tuple(records)
 
 
 def run_capped(
@@ -80,6 +121,7 @@ def run_capped(
     output_limit: int,
     cgroup: Cgroup | None = None,
     stdin: bytes | None = None,
+    audit: AuditChannel | None = None,
 ) -> RawResult:
     """Run ``argv`` to completion or timeout; never leaves a process behind."""
     command = list(argv)
@@ -95,16 +137,23 @@ def run_capped(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        pass_fds=(audit.write_fd,) if audit is not None else (),
     )
+    audit_buffer = None
+    if audit is not None:
+        audit.close_write()  # the child holds the only write end now: EOF when it is gone
+        audit_buffer = CappedBuffer(256_000)
     if stdin is not None and proc.stdin is not None:
         with contextlib.suppress(BrokenPipeError):
             proc.stdin.write(stdin)
         proc.stdin.close()
     timed_out = False
     try:
-        timed_out = _pump(proc, out, err, start + timeout_s)
+        timed_out = _pump(proc, out, err, start + timeout_s, audit, audit_buffer)
     finally:
         _kill_tree(proc, cgroup)
+        if audit is not None:
+            audit.close()
     returncode = proc.wait()
     oom = cgroup.oom_killed() if cgroup is not None else False
     return RawResult(
@@ -114,15 +163,25 @@ def run_capped(
         timed_out=timed_out,
         oom_killed=oom,
         duration_s=time.monotonic() - start,
+        audit=audit_buffer,
     )
 
 
-def _pump(proc: subprocess.Popen[bytes], out: CappedBuffer, err: CappedBuffer, deadline: float) -> bool:
-    """Copy output until both pipes close; True if the deadline passed first."""
+def _pump(
+    proc: subprocess.Popen[bytes],
+    out: CappedBuffer,
+    err: CappedBuffer,
+    deadline: float,
+    audit: AuditChannel | None = None,
+    audit_buffer: CappedBuffer | None = None,
+) -> bool:
+    """Copy output until every pipe closes; True if the deadline passed first."""
     assert proc.stdout is not None and proc.stderr is not None
     selector = selectors.DefaultSelector()
     selector.register(proc.stdout, selectors.EVENT_READ, out)
     selector.register(proc.stderr, selectors.EVENT_READ, err)
+    if audit is not None and audit_buffer is not None:
+        selector.register(audit.read_fd, selectors.EVENT_READ, audit_buffer)
     exited_at: float | None = None
     try:
         while selector.get_map():
@@ -163,6 +222,7 @@ def run_limited(
     timeout_s: float,
     limits: Limits,
     stdin: bytes | None = None,
+    audit: AuditChannel | None = None,
 ) -> ExecResult:
     """Run ``argv`` in a fresh cgroup with ``limits`` (when the kernel allows one)."""
     group = None
@@ -178,6 +238,7 @@ def run_limited(
             output_limit=limits.output_bytes,
             cgroup=group,
             stdin=stdin,
+            audit=audit,
         )
     finally:
         if group is not None:
@@ -190,4 +251,5 @@ def run_limited(
         oom_killed=raw.oom_killed,
         output_truncated=raw.stdout.truncated or raw.stderr.truncated,
         duration_s=raw.duration_s,
+        audit=parse_audit(raw.audit),
     )

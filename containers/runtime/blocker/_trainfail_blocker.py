@@ -22,10 +22,14 @@ def _is_blocked(name):
     return any(name == n or name.startswith(n + ".") for n in _NAMES)
 
 
+_reported = set()
+
+
 def _report(kind, detail):
     fd = os.environ.get("TRAINFAIL_AUDIT_FD")
-    if not fd:
+    if not fd or (kind, detail) in _reported:
         return
+    _reported.add((kind, detail))
     try:
         line = json.dumps({"event": "blocked", "kind": kind, "detail": str(detail)[:300],
                            "argv": sys.argv[:6], "pid": os.getpid()}) + "\n"
