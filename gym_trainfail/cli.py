@@ -1,6 +1,7 @@
 """The ``trainfail`` command line.
 
-``doctor`` · ``cases`` · ``runtimes build|list`` · ``run`` · ``grade`` · ``qualify`` · ``demo``.
+``doctor`` · ``cases`` · ``runtimes build|list`` · ``run`` · ``grade`` · ``qualify`` · ``demo`` ·
+``batch`` · ``leaderboard``.
 Long work shows progress on stderr; ``--json`` prints one JSON document on stdout.
 """
 
@@ -21,11 +22,32 @@ from rich.table import Table
 
 from gym_trainfail.agents import agent_names, load_agent
 from gym_trainfail.arms import ARMS
+from gym_trainfail.batch import (
+    BatchPlan,
+    Counts,
+    GradingReport,
+    LocalRunner,
+    RunLayout,
+    adjudicate_batch,
+    default_workers,
+    grade_batch,
+    load_plan,
+    make_plan,
+    resolve_cases,
+    run_episodes,
+    write_plan,
+)
+from gym_trainfail.batch.grade import TreeJob
+from gym_trainfail.batch.plan import DEFAULT_MAX_ATTEMPTS
+from gym_trainfail.batch.progress import describe, episode_progress
+from gym_trainfail.batch.ray_runner import RayRunner, describe_cluster
+from gym_trainfail.batch.runner import Runner
 from gym_trainfail.cases import CaseSpec
 from gym_trainfail.devices import DevicePool
 from gym_trainfail.episode import EpisodeResult, RunGrades, grade_run, resume_episode, run_episode
 from gym_trainfail.errors import RuntimeMissingError, TrainFailError
-from gym_trainfail.grading import ScenarioOutcome
+from gym_trainfail.grading import Receipt, ScenarioOutcome
+from gym_trainfail.leaderboard import render_leaderboard
 from gym_trainfail.qualify import Qualification, qualify
 from gym_trainfail.registry import default_registry, resolve_case
 from gym_trainfail.runtimes import Runtime, build_runtime, find_runtime, list_runtimes
@@ -35,7 +57,8 @@ from gym_trainfail.scaffold import scaffold_case
 
 DEMO_CASE = "TrainFail/DDPTokenAverage-v0"
 
-out = Console()
+# Rich assumes 80 columns when output is not a terminal; tables here are wider than that.
+out = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True)
 
 
@@ -116,12 +139,44 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--dir", type=Path, default=Path("envs"), help="parent folder (default: envs)")
     p.add_argument("--namespace", default="TrainFail")
 
+    _batch_parsers(command)
+
     p = command("demo", cmd_demo, f"the main job: reference and noop agents on {DEMO_CASE}, graded")
     p.add_argument("--case", default=DEMO_CASE)
     p.add_argument("--sandbox", default="auto")
     p.add_argument("--out", type=Path, default=Path("runs/demo"))
     p.add_argument("--json", action="store_true")
     return parser
+
+
+def _batch_parsers(command: Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser]) -> None:
+    p = command(
+        "batch", cmd_batch, "a leaderboard batch: plan, play, grade and adjudicate cases × arms × agents × trials"
+    )
+    p.add_argument("--cases", nargs="+", help="'all', case ids or case folders (default: the plan in --out)")
+    p.add_argument("--arms", help="comma-separated arms, e.g. control,traincheck")
+    p.add_argument("--agents", nargs="+", help="agent names")
+    p.add_argument("--trials", type=int, help="trials per case × arm × agent")
+    p.add_argument("--workers", type=int, help="episodes at once (default: half the cores; Ray: the cluster's CPUs)")
+    p.add_argument("--ray", metavar="ADDRESS", help="run episodes as Ray tasks: 'local' (a private cluster), "
+                   "'auto', or a cluster address such as ray://head:10001")  # fmt: skip
+    p.add_argument("--out", type=Path, required=True, metavar="RUN_DIR", help="the batch's run directory")
+    p.add_argument("--sandbox", default="auto", help="auto, bwrap, docker or process (default: auto)")
+    p.add_argument("--max-attempts", type=int, default=DEFAULT_MAX_ATTEMPTS,
+                   help=f"attempts per episode against infrastructure failures ({DEFAULT_MAX_ATTEMPTS})")  # fmt: skip
+    p.add_argument("--stage", choices=["all", "episodes", "grade", "adjudicate"], default="all",
+                   help="run only this stage (the others read what is on disk)")  # fmt: skip
+    p.add_argument("--grade-workers", type=int, default=1, help="revision trees graded at once (default 1)")
+    p.add_argument("--parallel-scenarios", type=int, default=1, help="scenarios of one revision at once (default 1)")
+    p.add_argument("--agent-option", action="append", default=[], metavar="AGENT:KEY=VALUE",
+                   help="an option for one agent (repeatable; values parsed as JSON when they can be)")  # fmt: skip
+    p.add_argument("--json", action="store_true")
+
+    p = command("leaderboard", cmd_leaderboard, "render a batch as JSONL/CSV, a Markdown table and an HTML page")
+    p.add_argument("run_dir", type=Path)
+    p.add_argument("--out", type=Path, help="output folder (default: RUN_DIR/leaderboard)")
+    p.add_argument("--title", help="page title (default: the run directory's name)")
+    p.add_argument("--json", action="store_true")
 
 
 # -- doctor / cases / runtimes ----------------------------------------------------------------
@@ -361,6 +416,109 @@ def cmd_case(args: argparse.Namespace) -> int:
     out.print(f"created {case.id} in {_short(case.root)} (passes schema validation)")
     out.print("next: put the real failure in workspace/, write the grader's oracle and scenarios, then run")
     out.print(f"  trainfail qualify {_short(case.root)} --wrong-repairs   (docs/case-authoring.md)")
+    return 0
+
+
+# -- batch / leaderboard ----------------------------------------------------------------------
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    layout = RunLayout(args.out)
+    plan = _batch_plan(args, layout)
+    err.print(f"plan: {len(plan.episodes)} episodes → {_short(layout.plan)}")
+    if args.stage in ("all", "episodes"):
+        for arm in {*plan.spec.arms, "control"}:
+            _ensure_runtime(arm)
+        counts = _play(args, layout, plan)
+        err.print(f"episodes: {counts.done} done, {counts.gave_up} gave up ({describe(counts)})")
+    result: dict[str, Any] = {"run_dir": str(layout.root), "episodes": len(plan.episodes)}
+    if args.stage in ("all", "grade"):
+        report = _grade_batch(args, layout, plan)
+        result["grading"] = {k: v for k, v in report.to_json().items() if k != "per_tree"}
+    if args.stage in ("all", "grade", "adjudicate"):
+        adjudications = adjudicate_batch(layout, plan, force=args.stage == "adjudicate")
+        result["adjudicated"] = len(adjudications)
+        err.print(f"adjudicated {len(adjudications)} episodes → {_short(layout.root / 'adjudication')}")
+        err.print(f"next: trainfail leaderboard {_short(layout.root)}")
+    if args.json:
+        print(json.dumps(result, indent=2))
+    return 0
+
+
+def _batch_plan(args: argparse.Namespace, layout: RunLayout) -> BatchPlan:
+    given = [args.cases, args.arms, args.agents, args.trials]
+    if all(v is None for v in given):
+        return load_plan(layout)
+    if any(v is None for v in given):
+        raise TrainFailError("a new batch needs --cases, --arms, --agents and --trials (or none, to resume --out)")
+    plan = make_plan(
+        resolve_cases(args.cases),
+        [a.strip() for a in args.arms.split(",") if a.strip()],
+        args.agents,
+        args.trials,
+        sandbox=args.sandbox,
+        agent_options=_batch_agent_options(args.agent_option),
+        max_attempts=args.max_attempts,
+    )
+    return write_plan(layout, plan)
+
+
+def _batch_agent_options(items: list[str]) -> dict[str, dict[str, Any]]:
+    options: dict[str, dict[str, Any]] = {}
+    for item in items:
+        agent, colon, rest = item.partition(":")
+        key, equals, raw = rest.partition("=")
+        if not (colon and equals and agent and key):
+            raise TrainFailError(f"--agent-option expects AGENT:KEY=VALUE, got {item!r}")
+        try:
+            options.setdefault(agent, {})[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            options.setdefault(agent, {})[key] = raw
+    return options
+
+
+def _play(args: argparse.Namespace, layout: RunLayout, plan: BatchPlan) -> Counts:
+    runner: Runner
+    if args.ray:
+        runner = RayRunner(layout, args.ray, workers=args.workers, sandbox=plan.spec.sandbox,
+                           agent_options=plan.spec.agent_options)  # fmt: skip
+        err.print(f"ray: {describe_cluster()}; {runner.slots} episodes at once")
+    else:
+        runner = LocalRunner(layout, args.workers or default_workers())
+        err.print(f"local: {runner.slots} worker(s); devices: {DevicePool().describe()}")
+    with episode_progress(err, len(plan.episodes)) as hook:
+        return run_episodes(layout, plan, runner, hook)
+
+
+def _grade_batch(args: argparse.Namespace, layout: RunLayout, plan: BatchPlan) -> GradingReport:
+    with err.status("grading the batch's revisions") as status:
+
+        def hook(job: TreeJob, receipt: Receipt | None) -> None:
+            label = f"{job.case} tree {job.tree[:12]} ({job.submissions} submission(s))"
+            if receipt is None:
+                status.update(f"grading {label}")
+            else:
+                err.print(f"  {label}: {receipt.status} ({receipt.duration_s:.0f} s, "
+                          f"{receipt.device_seconds:.0f} grader device-s)")  # fmt: skip
+
+        report = grade_batch(layout, plan, workers=args.grade_workers, parallel_scenarios=args.parallel_scenarios,
+                             progress=hook)  # fmt: skip
+    err.print(
+        f"grading: {report.revisions} revision(s), {report.unique_trees} distinct tree(s), {report.graded_now} "
+        f"graded now; {report.grader_device_seconds:.0f} grader device-s "
+        f"({report.grader_device_seconds_without_dedup:.0f} without deduplication)"
+    )
+    return report
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    out_dir = args.out or args.run_dir / "leaderboard"
+    written = render_leaderboard(args.run_dir, out_dir, title=args.title)
+    if args.json:
+        print(json.dumps({"out": str(out_dir), "files": [str(p) for p in written]}, indent=2))
+        return 0
+    for path in written:
+        out.print(f"wrote {_short(path)}")
     return 0
 
 
