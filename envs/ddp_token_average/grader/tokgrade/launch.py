@@ -1,0 +1,122 @@
+"""Launch the workspace pipeline the way its README does, with the observer injected."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tokgrade.scenario import Scenario
+
+OBSERVE_DIR = Path(__file__).resolve().parent.parent / "observe"
+CONFIG = "configs/sft_tiny.yaml"
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """Files of one scenario run, all under a private scratch directory."""
+
+    data: Path
+    output: Path
+    observations: Path
+    log: Path
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How the training job ended."""
+
+    returncode: int | None
+    timed_out: bool
+    t_start: float
+    t_end: float
+
+
+def torchrun_command() -> list[str]:
+    """``torchrun`` of the running interpreter's environment (the README's launcher)."""
+    beside = Path(sys.executable).with_name("torchrun")
+    if beside.exists():
+        return [str(beside)]
+    on_path = shutil.which("torchrun")
+    if on_path:
+        return [on_path]
+    return [sys.executable, "-m", "torch.distributed.run"]
+
+
+def training_command(scenario: Scenario, paths: RunPaths) -> list[str]:
+    """The README's launch line with the scenario's overrides."""
+    return [
+        *torchrun_command(),
+        "--standalone",
+        "--nproc_per_node",
+        str(scenario.world_size),
+        "-m",
+        "sft.train",
+        "--config",
+        CONFIG,
+        f"data.train_file={paths.data}",
+        f"training.per_device_train_batch_size={scenario.per_device_batch_size}",
+        f"training.gradient_accumulation_steps={scenario.grad_accum}",
+        f"training.seed={scenario.seed}",
+        f"training.max_steps={scenario.steps}",
+        # No clipping: the recorded gradient is then the raw accumulated gradient.
+        "training.max_grad_norm=0.0",
+        f"training.output_dir={paths.output}",
+    ]
+
+
+def training_env(scenario: Scenario, paths: RunPaths) -> dict[str, str]:
+    """The sandbox environment plus the observer's switches."""
+    env = dict(os.environ)
+    python_path = [str(OBSERVE_DIR)]
+    if env.get("PYTHONPATH"):
+        python_path.append(env["PYTHONPATH"])
+    env.update(
+        PYTHONPATH=os.pathsep.join(python_path),
+        TRAINFAIL_OBSERVE_DIR=str(paths.observations),
+        TRAINFAIL_OBSERVE_STEPS=str(scenario.steps),
+        TRAINFAIL_BACKEND=scenario.backend,
+        TRAINFAIL_DEVICES=str(scenario.world_size),
+        OMP_NUM_THREADS="1",
+        HF_HUB_OFFLINE="1",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def run_training(scenario: Scenario, paths: RunPaths, workspace: Path) -> RunResult:
+    """Run the job to completion or to the scenario's time limit (then kill its group)."""
+    t_start = time.time()
+    with open(paths.log, "wb") as log:
+        proc = subprocess.Popen(
+            training_command(scenario, paths),
+            cwd=workspace,
+            env=training_env(scenario, paths),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            returncode: int | None = proc.wait(timeout=scenario.train_timeout_s)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            returncode, timed_out = None, True
+    return RunResult(returncode=returncode, timed_out=timed_out, t_start=t_start, t_end=time.time())
+
+
+def log_tail(path: Path, lines: int = 6, limit: int = 400) -> str:
+    """The last meaningful lines of the job log, shortened for a one-line reason."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "(no log)"
+    kept = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
+    return " | ".join(kept)[-limit:]

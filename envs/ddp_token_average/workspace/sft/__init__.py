@@ -1,0 +1,1 @@
+"""Supervised fine-tuning of small causal language models with the Hugging Face Trainer."""
