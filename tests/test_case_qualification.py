@@ -35,8 +35,8 @@ WRONG_REPAIR_SCENARIO = {
         "clip-rank0-only": "base",
     },
     "TrainFail/FSDPSourceCoherence-v0": {
-        "hardcode-source": "swapped",
-        "skip-load": "single-a-unsynced",
+        "hardcode-source": "shared-b",
+        "skip-load": "shared-a",
         "replica-check-only": "mixed",
     },
 }

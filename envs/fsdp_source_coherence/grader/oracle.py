@@ -1,0 +1,100 @@
+"""Trusted same-topology oracle: the documented recipe with every rank loading one source.
+
+    torchrun --standalone --nproc_per_node=N oracle.py --out DIR
+
+Rank 0 first publishes both authentic sources into `DIR/published/{A,B}`. Then, for each
+source in turn and inside this one launch (process start-up is most of the cost), every rank
+loads that source with the plain Hugging Face loader, shards it as the workspace does, runs
+the recipe and writes its probe record to `DIR/oracle/<source>/rank<r>.pt`.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "observer"))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from torch.distributed.device_mesh import DeviceMesh, init_device_mesh  # noqa: E402
+from torch.distributed.fsdp import fully_shard  # noqa: E402
+
+import recipe  # noqa: E402
+import sources  # noqa: E402
+import trainfail_probe  # noqa: E402
+
+
+def load_source(folder: Path, device: torch.device) -> torch.nn.Module:
+    """The source checkpoint as the recipe uses it: recipe dropout, train mode."""
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(
+        folder, hidden_dropout=recipe.HIDDEN_DROPOUT, attention_dropout=recipe.ATTENTION_DROPOUT
+    )
+    return model.train().to(device)
+
+
+def shard(model: torch.nn.Module, mesh: DeviceMesh) -> torch.nn.Module:
+    """FSDP2 units as the workspace documents: each transformer block, then the root."""
+    for block in model.gpt_neox.layers:
+        fully_shard(block, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    return model
+
+
+def run_recipe(model: torch.nn.Module, rank: int, device: torch.device) -> torch.optim.Optimizer:
+    """recipe.STEPS AdamW updates with the per-rank data and dropout streams of the recipe."""
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=recipe.LR, betas=recipe.BETAS, eps=recipe.EPS, weight_decay=recipe.WEIGHT_DECAY
+    )
+    data = torch.Generator().manual_seed(recipe.SEED + rank)
+    torch.manual_seed(recipe.SEED + 1000 * (rank + 1))
+    for _ in range(recipe.STEPS):
+        shape = (recipe.MICRO_BATCH_SIZE, recipe.SEQ_LEN)
+        input_ids = torch.randint(0, model.config.vocab_size, shape, generator=data).to(device)
+        optimizer.zero_grad(set_to_none=True)
+        model(input_ids=input_ids, labels=input_ids).loss.backward()
+        optimizer.step()
+    return optimizer
+
+
+def oracle_for(source: str, published: Path, out: Path, mesh: DeviceMesh, device: torch.device) -> None:
+    """One single-source run, recorded like the run under test."""
+    started = time.time()
+    model = shard(load_source(published / source, device), mesh)
+    init = trainfail_probe.capture_initial(model)
+    optimizer = run_recipe(model, dist.get_rank(), device)
+    final = trainfail_probe.capture_final(model, optimizer)
+    trainfail_probe.write_record(out / source, init, final, {"started": started, "captured": time.time()})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    backend = os.environ.get("TRAINFAIL_BACKEND", "gloo")
+    dist.init_process_group(backend)
+    device = torch.device("cpu")
+    if backend == "nccl":
+        device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+        torch.cuda.set_device(device)
+    published = args.out / "published"
+    if dist.get_rank() == 0:
+        sources.publish(published)
+    dist.barrier()
+    mesh = init_device_mesh(device.type, (dist.get_world_size(),))
+    for source in sources.SOURCES:
+        oracle_for(source, published, args.out / "oracle", mesh, device)
+    dist.barrier()
+    dist.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Records are on disk; skip interpreter teardown, where gloo in torch 2.13 can abort.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
