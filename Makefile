@@ -5,23 +5,32 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 SANDBOX ?= auto
+# The demo is the embedded default: bubblewrap and CPU ranks, no Docker needed.
+DEMO_SANDBOX ?= bwrap
 
-.PHONY: setup demo test lint typecheck pytest runtime clean
+.PHONY: setup test-setup demo test lint typecheck pytest runtime images clean leaderboard
 
 $(BIN)/trainfail: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,agents]'
+	$(BIN)/pip install -q -e '.[dev,agents,docker,ray]'
 	touch $@
 
 setup: $(BIN)/trainfail
 	./scripts/bootstrap-system.sh
 
+test-setup: setup
+	./scripts/bootstrap-system.sh --for-tests
+
 runtime: setup
 	$(BIN)/trainfail runtimes build --arm control
 
+# Docker runtime images of both arms (needs an engine: DOCKER_HOST, see scripts/start-dockerd.sh).
+images: setup
+	$(BIN)/trainfail images build --arm all
+
 demo: runtime
-	$(BIN)/trainfail demo --sandbox $(SANDBOX)
+	$(BIN)/trainfail demo --sandbox $(DEMO_SANDBOX)
 
 lint: setup
 	$(BIN)/ruff check gym_trainfail agents tests benchmarks
@@ -30,10 +39,21 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-pytest: runtime
+pytest: runtime test-setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test: lint typecheck pytest
+
+# The committed leaderboard: every registered case x both arms x the scripted agents x 2 trials,
+# graded and rendered into leaderboards/scripted. Re-running resumes runs/leaderboard-scripted
+# (finished episodes and receipts are kept); delete that folder to start the batch afresh.
+LEADERBOARD_RUN ?= runs/leaderboard-scripted
+leaderboard: runtime
+	$(BIN)/trainfail runtimes build --arm traincheck
+	$(BIN)/trainfail batch --cases all --arms control,traincheck --agents reference noop --trials 2 \
+		--workers 2 --sandbox $(SANDBOX) --out $(LEADERBOARD_RUN)
+	$(BIN)/trainfail leaderboard $(LEADERBOARD_RUN) --out leaderboards/scripted \
+		--title "gym-trainfail leaderboard: scripted agents (reference, noop)"
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

@@ -19,6 +19,12 @@ class Arm:
     prompt_addendum: str = ""
     #: Words whose appearance in a tool call is recorded (what the arm withholds).
     watched_words: tuple[str, ...] = ()
+    #: Files shown read-only in the arm's sandboxes: (path in the sandbox, path under ``containers/``).
+    files: tuple[tuple[str, str], ...] = ()
+
+    def sandbox_files(self) -> tuple[tuple[Path, str], ...]:
+        """``(host file, path in the sandbox)`` of every file the arm's sandboxes show read-only."""
+        return tuple((containers_dir() / source, target) for target, source in self.files)
 
     @property
     def requirements_file(self) -> Path:
@@ -41,6 +47,7 @@ ARMS: dict[str, Arm] = {
             "TrainCheck (invariant inference and checking for training pipelines) is installed in "
             "the runtime; its manual is at /opt/trainfail/TRAINCHECK.md. Using it is optional."
         ),
+        files=(("/opt/trainfail/TRAINCHECK.md", "runtime/traincheck/MANUAL.md"),),
     ),
 }
 

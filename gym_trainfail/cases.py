@@ -80,6 +80,8 @@ class CaseSpec:
     scenarios: tuple[Scenario, ...]
     #: How the team checks a change (README's run command); scripted agents use it with run_job.
     check_command: str = ""
+    #: Optional: computes a scenario's reference without any revision (cached per scenario).
+    oracle_command: tuple[str, ...] = ()
 
     @property
     def workspace_dir(self) -> Path:
@@ -175,6 +177,7 @@ def load_case(root: Path) -> CaseSpec:
         ),
         workspace_exclude=tuple(reader.strings("workspace.exclude", default=[])),
         check_command=reader.string("workspace.check_command", default=""),
+        oracle_command=tuple(reader.strings("grader.oracle_command", default=[])),
         scenarios=load_scenarios(root / "grader" / SCENARIOS_FILE),
     )
 

@@ -100,6 +100,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="rebuild even if up to date")
     p.add_argument("--json", action="store_true")
 
+    p = command("images", cmd_images, "build or list the Docker runtime images (one per arm)")
+    p.add_argument("action", choices=["build", "list"])
+    p.add_argument("--arm", default="control", help="control, traincheck or all (default: control)")
+    p.add_argument(
+        "--base",
+        help="base image: 'local' (made here with debootstrap; needs root) or a reference such as "
+        "python:3.11-bookworm (default: $TRAINFAIL_BASE_IMAGE, else local)",
+    )
+    p.add_argument("--force", action="store_true", help="rebuild even if up to date")
+    p.add_argument("--json", action="store_true")
+
     p = command("run", cmd_run, "play one episode with an agent and grade it (or --resume an interrupted one)")
     p.add_argument("--case", help="case id (or a case folder), e.g. TrainFail/DDPTokenAverage-v0")
     p.add_argument("--arm", default="control", choices=sorted(ARMS))
@@ -283,6 +294,37 @@ def _build_with_progress(arm: str, *, force: bool) -> Runtime:
         return build_runtime(arm, progress=report, force=force)
 
 
+def cmd_images(args: argparse.Namespace) -> int:
+    try:  # imported here, not at the top: the `docker` extra is optional
+        from gym_trainfail import images
+    except ImportError as missing:
+        raise TrainFailError(
+            f"the Docker SDK is not installed ({missing.name}); pip install 'gym-trainfail[docker]'"
+        ) from None
+    if args.action == "list":
+        found = images.list_images()
+        if args.json:
+            print(json.dumps(found, indent=2))
+        for item in [] if args.json else found:
+            out.print(f"{item['arm']!s:<11} {item['tag']}  (runtime {item['runtime']}, base {item['base']})")
+        return 0
+    built = {}
+    for arm in sorted(ARMS) if args.arm == "all" else [args.arm]:
+        with err.status(f"building the {arm} image") as status:
+
+            def report(message: str) -> None:
+                status.update(message)
+                err.print(f"  {message}")
+
+            image = images.build_image(arm, base=args.base, force=args.force, progress=report)
+        built[arm] = image.tag
+        if not args.json:
+            out.print(f"{arm}: {image.tag}")
+    if args.json:
+        print(json.dumps(built, indent=2))
+    return 0
+
+
 # -- run / grade ------------------------------------------------------------------------------
 
 
@@ -389,13 +431,17 @@ def _print_qualification(case: CaseSpec, result: Qualification) -> None:
     table.add_column("kind")
     for variant in result.variants:
         table.add_column(variant.label)
+    keys: set[str] = set()
     for scenario in case.scenarios:
         row = [scenario.name, scenario.kind]
         for variant in result.variants:
             outcome = next(o for o in variant.receipt.outcomes if o.scenario == scenario.name)
             colour = {"pass": "green", "fail": "red"}.get(outcome.status, "yellow")
-            row.append(f"[{colour}]{outcome.status}[/] {_headline(outcome)}")
+            key, value = _headline(outcome)
+            keys.add(key)
+            row.append(f"[{colour}]{outcome.status}[/] {value}")
         table.add_row(*row)
+    table.caption = f"figure: {', '.join(sorted(k for k in keys if k))} (the harness's key metric)" if keys else None
     out.print(table)
     verdict = "[green]admitted[/]" if result.admitted else "[red]refused[/]"
     out.print(f"{verdict} in {result.seconds:.0f} s")
@@ -403,12 +449,12 @@ def _print_qualification(case: CaseSpec, result: Qualification) -> None:
         out.print(f"  - {problem}")
 
 
-def _headline(outcome: ScenarioOutcome) -> str:
-    """The first numeric metric, for the table (the harness lists its key metric first)."""
+def _headline(outcome: ScenarioOutcome) -> tuple[str, str]:
+    """The first numeric metric's name and value (the harness lists its key metric first)."""
     for key, value in outcome.metrics.items():
         if isinstance(value, float):
-            return f"{key}={value:.2e}"
-    return ""
+            return key, f"{value:.1e}"
+    return "", ""
 
 
 def cmd_case(args: argparse.Namespace) -> int:
@@ -427,7 +473,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
     plan = _batch_plan(args, layout)
     err.print(f"plan: {len(plan.episodes)} episodes → {_short(layout.plan)}")
     if args.stage in ("all", "episodes"):
-        for arm in {*plan.spec.arms, "control"}:
+        # Ray nodes build their own runtimes; the driver needs the control one to grade.
+        for arm in sorted({"control"} if args.ray else {*plan.spec.arms, "control"}):
             _ensure_runtime(arm)
         counts = _play(args, layout, plan)
         err.print(f"episodes: {counts.done} done, {counts.gave_up} gave up ({describe(counts)})")
@@ -504,9 +551,10 @@ def _grade_batch(args: argparse.Namespace, layout: RunLayout, plan: BatchPlan) -
         report = grade_batch(layout, plan, workers=args.grade_workers, parallel_scenarios=args.parallel_scenarios,
                              progress=hook)  # fmt: skip
     err.print(
-        f"grading: {report.revisions} revision(s), {report.unique_trees} distinct tree(s), {report.graded_now} "
-        f"graded now; {report.grader_device_seconds:.0f} grader device-s "
-        f"({report.grader_device_seconds_without_dedup:.0f} without deduplication)"
+        f"grading: {report.revisions} revision(s), {report.unique_trees} distinct tree(s): {report.graded_now} "
+        f"graded now, {report.node_cache_hits} from this node's receipt cache, {report.reused} already in the batch; "
+        f"{report.grader_device_seconds:.0f} grader device-s ({report.grader_device_seconds_without_dedup:.0f} "
+        f"without deduplication, {report.grader_device_seconds_spent_now:.0f} spent now)"
     )
     return report
 

@@ -38,7 +38,7 @@ from gym_trainfail.paths import episodes_dir
 from gym_trainfail.registry import get_case
 from gym_trainfail.revisions import Checkpoints, RevisionLog, restore
 from gym_trainfail.runtimes import Runtime, find_runtime
-from gym_trainfail.sandbox import ExecResult, Limits, Sandbox, SandboxConfig, create_sandbox, resolve_backend
+from gym_trainfail.sandbox import ExecResult, Limits, Mount, Sandbox, SandboxConfig, create_sandbox, resolve_backend
 from gym_trainfail.tools import (
     DEFAULT_JOB_TIMEOUT_S,
     DEFAULT_SHELL_TIMEOUT_S,
@@ -441,7 +441,8 @@ class TrainFailEnv(gymnasium.Env[str, str]):
         return run_dir.resolve()
 
     def _make_sandbox(self, runtime: Runtime, workspace: Path) -> Sandbox:
-        config = SandboxConfig(runtime=runtime, workspace=workspace, limits=self.limits, label="episode")
+        mounts = tuple(Mount(source, target) for source, target in self.arm.sandbox_files())
+        config = SandboxConfig(runtime=runtime, workspace=workspace, mounts=mounts, limits=self.limits, label="episode")
         return create_sandbox(self.backend, config)
 
     def _checkpoint(self) -> None:

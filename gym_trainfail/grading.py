@@ -9,27 +9,35 @@ not depend on TrainCheck, and receipts are shared across arms. Receipts are keye
 (revision tree hash, grader hash); the grader hash covers the case's grader files and the
 runtime, so a change to either voids old receipts. A receipt holding an
 infrastructure error is never cached: the revision is graded again next time.
+
+Performance options that never change a verdict: ``parallel_scenarios`` runs up to that many
+scenarios of a revision at once (each still in its own fresh sandbox, sharing the device
+pool), and the oracle cache (for cases whose ``case.toml`` names a ``grader.oracle_command``)
+computes each scenario's reference once per (case version, scenario, topology) in a sandbox
+that holds no revision, then mounts it read-only at ``/oracle`` for every revision.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from gym_trainfail.cases import CaseSpec, Scenario
-from gym_trainfail.devices import DevicePool
+from gym_trainfail.devices import DevicePool, Lease
 from gym_trainfail.errors import GradingError
 from gym_trainfail.hashing import bytes_digest, tree_digest
-from gym_trainfail.paths import receipts_dir
+from gym_trainfail.paths import home, receipts_dir
 from gym_trainfail.revisions import ALWAYS_EXCLUDED
 from gym_trainfail.runtimes import Runtime, find_runtime
 from gym_trainfail.sandbox import ExecResult, Limits, Mount, SandboxConfig, create_sandbox
@@ -41,6 +49,8 @@ GRADING_ARM = "control"
 #: How often a scenario whose harness answered ``retry`` is run again before it is an error.
 DEFAULT_RETRIES = 2
 GRADER_LIMITS = Limits(memory_bytes=16 * GiB, pids=4096, output_bytes=20_000)
+#: Where a cached oracle is mounted in grading sandboxes.
+ORACLE_MOUNT = "/oracle"
 
 
 @dataclass(frozen=True)
@@ -119,14 +129,21 @@ class Grader:
         runtime: Runtime | None = None,
         retries: int = DEFAULT_RETRIES,
         cache: bool = True,
+        parallel_scenarios: int = 1,
+        oracle_cache: bool = True,
     ) -> None:
+        if parallel_scenarios < 1:
+            raise GradingError(f"parallel_scenarios must be at least 1, got {parallel_scenarios}")
         self.case = case
         self.sandbox = sandbox
         self.runtime = runtime or find_runtime(GRADING_ARM)
         self.pool = pool or DevicePool()
         self.retries = retries
         self.cache = cache
+        self.parallel_scenarios = parallel_scenarios
         self.grader_hash = bytes_digest(f"{case.grader_hash()}:{self.runtime.digest}".encode())
+        command = case.oracle_command if oracle_cache else ()
+        self.oracles = OracleCache(self, command) if command else None
 
     def receipt_path(self, tree: str) -> Path:
         slug = self.case.id.replace("/", "__")
@@ -157,14 +174,7 @@ class Grader:
                 progress("cached", None)
             return hit
         started = time.time()
-        outcomes = []
-        for scenario in selected:
-            if progress:
-                progress(scenario.name, None)
-            outcome = self.run_scenario(source, scenario)
-            outcomes.append(outcome)
-            if progress:
-                progress(scenario.name, outcome)
+        outcomes = self._run_all(source, selected, progress)
         receipt = Receipt(
             case_id=self.case.id,
             tree=tree,
@@ -177,11 +187,33 @@ class Grader:
             write_json(self.receipt_path(tree), receipt.to_json())
         return receipt
 
+    def _run_all(
+        self, source: Path, scenarios: Sequence[Scenario], progress: ProgressHook | None
+    ) -> list[ScenarioOutcome]:
+        """Every scenario, ``parallel_scenarios`` at a time, outcomes in scenario order."""
+
+        def one(scenario: Scenario) -> ScenarioOutcome:
+            if progress:
+                progress(scenario.name, None)
+            outcome = self.run_scenario(source, scenario)
+            if progress:
+                progress(scenario.name, outcome)
+            return outcome
+
+        if self.parallel_scenarios == 1 or len(scenarios) < 2:
+            return [one(s) for s in scenarios]
+        with ThreadPoolExecutor(self.parallel_scenarios, thread_name_prefix="scenario") as pool:
+            return list(pool.map(one, scenarios))
+
     def run_scenario(self, source: Path, scenario: Scenario) -> ScenarioOutcome:
         """Run one scenario in fresh sandboxes until it gives a verdict (bounded retries)."""
         attempts = 0
         total_device_s = total_queue_s = 0.0
         started = time.monotonic()
+        if self.oracles is not None:
+            oracle, total_device_s, total_queue_s = self.oracles.ensure(scenario)
+            if oracle is None:
+                return _unjudged(scenario, "the oracle run gave no reference", total_device_s, total_queue_s, started)
         while True:
             attempts += 1
             outcome = self._attempt(source, scenario)
@@ -203,42 +235,119 @@ class Grader:
             queue_wait_s=total_queue_s,
         )
 
+    def scenario_request(self, scenario: Scenario) -> dict[str, Any]:
+        """What the harness reads from ``/io/scenario.json``."""
+        return {
+            "name": scenario.name,
+            "kind": scenario.kind,
+            "devices": scenario.devices,
+            "backend": "nccl" if self.pool.kind == "gpu" else "gloo",
+            "params": dict(scenario.params),
+        }
+
     def _attempt(self, source: Path, scenario: Scenario) -> ScenarioOutcome:
         with tempfile.TemporaryDirectory(prefix="trainfail-grade-") as scratch:
             root = Path(scratch)
             workspace, io = root / "workspace", root / "io"
             shutil.copytree(source, workspace, symlinks=True, ignore=shutil.ignore_patterns(*ALWAYS_EXCLUDED))
-            io.mkdir()
-            request = {
-                "name": scenario.name,
-                "kind": scenario.kind,
-                "devices": scenario.devices,
-                "backend": "nccl" if self.pool.kind == "gpu" else "gloo",
-                "params": dict(scenario.params),
-            }
-            (io / "scenario.json").write_text(json.dumps(request, indent=2))
-            config = SandboxConfig(
-                runtime=self.runtime,
-                workspace=workspace,
-                mounts=(Mount(self.case.grader_dir, "/grader"), Mount(io, "/io", writable=True)),
-                limits=GRADER_LIMITS,
-                label=f"grade-{scenario.name}",
-            )
-            argv = [
-                *self.case.grader_command,
-                "--scenario",
-                "/io/scenario.json",
-                "--out",
-                "/io/outcome.json",
-            ]
-            with self.pool.lease(scenario.devices) as lease:
-                sandbox = create_sandbox(self.sandbox, config)
-                try:
-                    result = sandbox.exec(argv, timeout_s=scenario.timeout_s, devices=lease.devices)
-                finally:
-                    sandbox.close()
+            argv = [*self.case.grader_command, "--scenario", "/io/scenario.json", "--out", "/io/outcome.json"]
+            mounts: tuple[Mount, ...] = ()
+            if self.oracles is not None:
+                mounts = (Mount(self.oracles.folder(scenario), ORACLE_MOUNT),)
+                argv += ["--oracle", ORACLE_MOUNT]
+            result, lease = self.run_harness(scenario, workspace, io, argv, mounts)
             outcome = _read_outcome(io / "outcome.json")
         return _interpret(scenario, result, outcome, lease.device_seconds, lease.queue_wait_s)
+
+    def run_harness(
+        self, scenario: Scenario, workspace: Path, io: Path, argv: Sequence[str], mounts: tuple[Mount, ...] = ()
+    ) -> tuple[ExecResult, Lease]:
+        """Run ``argv`` for ``scenario`` in a fresh sandbox over ``workspace``, ``io`` at ``/io``."""
+        io.mkdir(parents=True, exist_ok=True)
+        (io / "scenario.json").write_text(json.dumps(self.scenario_request(scenario), indent=2))
+        config = SandboxConfig(
+            runtime=self.runtime,
+            workspace=workspace,
+            mounts=(Mount(self.case.grader_dir, "/grader"), Mount(io, "/io", writable=True), *mounts),
+            limits=GRADER_LIMITS,
+            label=f"grade-{scenario.name}",
+        )
+        with self.pool.lease(scenario.devices) as lease:
+            sandbox = create_sandbox(self.sandbox, config)
+            try:
+                result = sandbox.exec(list(argv), timeout_s=scenario.timeout_s, devices=lease.devices)
+            finally:
+                sandbox.close()
+        return result, lease
+
+
+class OracleCache:
+    """Each scenario's reference, computed once per (case version, scenario, topology).
+
+    The oracle runs in a fresh sandbox whose workspace is empty, so no revision's code can
+    touch it; its ``--out-dir`` is kept under ``$TRAINFAIL_HOME/oracles`` and mounted
+    read-only for every revision. Concurrent graders on a node compute it once (a lock file).
+    """
+
+    def __init__(self, grader: Grader, command: Sequence[str]) -> None:
+        self.grader = grader
+        self.command = tuple(command)
+
+    def key(self, scenario: Scenario) -> str:
+        """Digest of what decides the oracle: grader files and runtime, scenario, topology, backend."""
+        request = self.grader.scenario_request(scenario)
+        return bytes_digest(json.dumps([self.grader.grader_hash, request], sort_keys=True).encode())
+
+    def folder(self, scenario: Scenario) -> Path:
+        return home() / "oracles" / self.grader.case.id.replace("/", "__") / self.key(scenario)[:24]
+
+    def ensure(self, scenario: Scenario) -> tuple[Path | None, float, float]:
+        """The scenario's oracle folder (``None`` when it cannot be made) and the device- and
+        queue-seconds spent making it now (0 when it was cached)."""
+        folder = self.folder(scenario)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with (folder.parent / f"{folder.name}.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if (folder / ORACLE_DONE).exists():
+                return folder, 0.0, 0.0
+            device_s = queue_s = 0.0
+            for _ in range(self.grader.retries + 1):
+                done, lease = self._compute(scenario, folder)
+                device_s += lease.device_seconds
+                queue_s += lease.queue_wait_s
+                if done:
+                    return folder, device_s, queue_s
+            return None, device_s, queue_s
+
+    def _compute(self, scenario: Scenario, folder: Path) -> tuple[bool, Lease]:
+        with tempfile.TemporaryDirectory(prefix="trainfail-oracle-") as scratch:
+            root = Path(scratch)
+            (root / "empty").mkdir()
+            argv = [*self.command, "--scenario", "/io/scenario.json", "--out-dir", "/io/oracle"]
+            result, lease = self.grader.run_harness(scenario, root / "empty", root / "io", argv)
+            made = root / "io" / "oracle"
+            if not result.ok or not made.is_dir():
+                return False, lease
+            (made / ORACLE_DONE).write_text(json.dumps({"scenario": scenario.name, "created": time.time()}))
+            shutil.rmtree(folder, ignore_errors=True)
+            shutil.copytree(made, folder)
+        return True, lease
+
+
+#: Marks a complete oracle folder.
+ORACLE_DONE = ".complete"
+
+
+def _unjudged(scenario: Scenario, reason: str, device_s: float, queue_s: float, started: float) -> ScenarioOutcome:
+    return ScenarioOutcome(
+        scenario=scenario.name,
+        kind=scenario.kind,
+        status="error",
+        reason=reason,
+        duration_s=time.monotonic() - started,
+        device_seconds=device_s,
+        queue_wait_s=queue_s,
+    )
 
 
 def _interpret(

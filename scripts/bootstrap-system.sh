@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # System packages gym-trainfail needs on Debian/Ubuntu: bubblewrap (the embedded sandbox),
-# patch (case reference repairs), g++ (DeepSpeed builds its CPU ops when the runtime is built).
+# patch (case reference repairs), g++ (DeepSpeed builds its CPU ops when the runtime is built),
+# and with --for-tests chromium (the tests check the leaderboard page in a real headless browser).
 # Installs only what is missing; needs root (or sudo) when something is.
 set -euo pipefail
 need=()
 command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v patch >/dev/null || need+=(patch)
 command -v g++ >/dev/null || need+=(g++)
+if [ "${1:-}" = "--for-tests" ]; then
+  command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need+=(chromium)
+fi
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

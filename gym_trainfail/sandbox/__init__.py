@@ -53,12 +53,26 @@ class Backend:
     probe: Callable[[], str | None]
 
 
+def _docker_backend() -> Backend:
+    """The Docker backend; without the optional Docker SDK, a stand-in whose probe says what to install."""
+    try:  # imported here, not at the top: the `docker` extra is optional
+        from gym_trainfail.sandbox import docker
+    except ImportError as missing:
+        reason = (
+            f"the Docker SDK is not installed ({missing.name or missing}); "
+            "install it with `pip install 'gym-trainfail[docker]'`, or use sandbox='bwrap'"
+        )
+        return Backend("docker", BwrapSandbox, lambda: reason)  # the probe refuses before the factory runs
+    return Backend("docker", docker.DockerSandbox, docker.probe)
+
+
 BACKENDS: dict[str, Backend] = {
+    "docker": _docker_backend(),
     "bwrap": Backend("bwrap", BwrapSandbox, bwrap.probe),
     "process": Backend("process", ProcessSandbox, lambda: None),
 }
 
-#: ``auto`` tries these in order; ``docker`` is present once its backend is installed.
+#: ``auto`` tries these in order: Docker when an engine with runtime images answers, else bubblewrap.
 AUTO_ORDER = ("docker", "bwrap")
 
 

@@ -86,13 +86,16 @@ class AuditChannel:
         os.set_inheritable(self.write_fd, True)
 
     def close_write(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.write_fd)
+        # Close each end once: a second close could hit a number another thread has reused.
+        if self.write_fd >= 0:
+            fd, self.write_fd = self.write_fd, -1
+            os.close(fd)
 
     def close(self) -> None:
         self.close_write()
-        with contextlib.suppress(OSError):
-            os.close(self.read_fd)
+        if self.read_fd >= 0:
+            fd, self.read_fd = self.read_fd, -1
+            os.close(fd)
 
 
 def parse_audit(buffer: CappedBuffer | None) -> tuple[dict[str, object], ...]:

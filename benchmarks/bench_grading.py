@@ -1,0 +1,164 @@
+"""Grading cost: grader device-seconds per revision, the grader/solver ratio, and what the
+verdict-preserving options change.
+
+    .venv/bin/python benchmarks/bench_grading.py [--real RUN_DIR] [--regrade CASE_ID ...] [--parallel 2]
+
+* echo case: three revisions graded sequentially and with ``--parallel`` scenarios at once
+  (no receipt cache), verdicts compared;
+* ``--real RUN_DIR``: a finished batch's grading (per-revision grader device-seconds by case, the
+  grader/solver ratio with and without deduplication, and where grading time goes according to
+  the harnesses' own timings: process start-up, training, oracle, the rest);
+* ``--regrade CASE``: that case's reference repair graded both ways (slow: minutes per way).
+
+Prints a table and writes benchmarks/results/grading.json. Figures, not assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from gym_trainfail.batch import RunLayout, load_plan
+from gym_trainfail.batch.grade import load_receipt
+from gym_trainfail.cases import CaseSpec, load_case
+from gym_trainfail.grading import Grader, apply_patch
+from gym_trainfail.registry import resolve_case
+
+RESULTS = Path(__file__).parent / "results"
+ECHO_CASE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "cases" / "echo_case"
+
+
+def revisions(case: CaseSpec, root: Path, wrong: bool = True) -> list[Path]:
+    """The original workspace, the reference repair and (optionally) the first wrong repair."""
+    made = []
+    patches: list[tuple[str, Path | None]] = [("original", None), ("reference", case.reference_patch)]
+    if wrong and case.wrong_repairs:
+        patches.append(next(iter(case.wrong_repairs.items())))
+    for name, patch in patches:
+        folder = root / name
+        shutil.copytree(case.workspace_dir, folder)
+        if patch is not None:
+            apply_patch(folder, patch)
+        made.append(folder)
+    return made
+
+
+def both_ways(case: CaseSpec, folders: Sequence[Path], parallel: int) -> dict[str, Any]:
+    """Grade each folder sequentially and with ``parallel`` scenarios at once."""
+    rows = []
+    for folder in folders:
+        row: dict[str, Any] = {"revision": folder.name}
+        for label, width in (("sequential", 1), (f"parallel-{parallel}", parallel)):
+            grader = Grader(case, sandbox="bwrap", cache=False, parallel_scenarios=width)
+            started = time.perf_counter()
+            receipt = grader.grade_dir(folder)
+            row[label] = {"status": receipt.status, "wall_seconds": time.perf_counter() - started,
+                          "device_seconds": receipt.device_seconds,
+                          "verdicts": {o.scenario: o.status for o in receipt.outcomes}}  # fmt: skip
+        row["same_verdicts"] = row["sequential"]["verdicts"] == row[f"parallel-{parallel}"]["verdicts"]
+        rows.append(row)
+    return {"case": case.id, "parallel": parallel, "revisions": rows}
+
+
+def real_grading(run_dir: Path) -> dict[str, Any]:
+    """Per case: grader device-seconds per revision, solver device-seconds, ratios, time split."""
+    layout = RunLayout(run_dir)
+    plan = load_plan(layout)
+    report = json.loads(layout.grading_report.read_text())
+    adjudications = [json.loads(layout.adjudication(e.id).read_text()) for e in plan.episodes
+                     if layout.adjudication(e.id).exists()]  # fmt: skip
+    cases = {}
+    for case in plan.spec.cases:
+        trees = [t for t in report["per_tree"] if t["case"] == case]
+        solver = sum(a["summary"]["solver_device_seconds"] for a in adjudications if a["case"] == case)
+        deduped = sum(t["device_seconds"] for t in trees)
+        without = sum(t["device_seconds"] * t["submissions"] for t in trees)
+        cases[case] = {
+            "revisions": sum(t["submissions"] for t in trees),
+            "unique_trees": len(trees),
+            "grader_device_seconds_per_revision": deduped / len(trees) if trees else None,
+            "solver_device_seconds": solver,
+            "grader_device_seconds": deduped,
+            "grader_device_seconds_without_dedup": without,
+            "ratio": deduped / solver if solver else None,
+            "ratio_without_dedup": without / solver if solver else None,
+            "time_split": time_split(layout, case, [t["tree"] for t in trees]),
+        }
+    solver = sum(a["summary"]["solver_device_seconds"] for a in adjudications)
+    return {
+        "run_dir": str(run_dir),
+        "solver_device_seconds": solver,
+        "grader_device_seconds": report["grader_device_seconds"],
+        "grader_device_seconds_without_dedup": report["grader_device_seconds_without_dedup"],
+        "ratio": report["grader_device_seconds"] / solver if solver else None,
+        "ratio_without_dedup": report["grader_device_seconds_without_dedup"] / solver if solver else None,
+        "cases": cases,
+    }
+
+
+def time_split(layout: RunLayout, case: str, trees: Sequence[str]) -> dict[str, float]:
+    """Scenario wall seconds and the sum of every timing the harness reported (``launch_s``,
+    ``startup_s``, ``train_s``, ``oracle_s``, …; each case reports its own set)."""
+    split: dict[str, float] = {"scenarios": 0.0, "scenario_s": 0.0}
+    for tree in trees:
+        receipt = load_receipt(layout.receipt(case, tree))
+        if receipt is None:
+            continue
+        for outcome in receipt.outcomes:
+            split["scenarios"] += 1
+            split["scenario_s"] += outcome.duration_s
+            for key, value in outcome.timings.items():
+                split[key] = split.get(key, 0.0) + float(value or 0.0)
+    return split
+
+
+def _number(value: float | None, digits: int = 2) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--real", type=Path)
+    parser.add_argument("--regrade", nargs="*", default=[])
+    parser.add_argument("--parallel", type=int, default=2)
+    args = parser.parse_args()
+    console = Console()
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="trainfail-bench-grading-") as scratch:
+        echo = load_case(ECHO_CASE)
+        results["echo"] = both_ways(echo, revisions(echo, Path(scratch) / "echo"), args.parallel)
+        results["regrade"] = []
+        for case_id in args.regrade:
+            case = resolve_case(case_id)
+            folders = revisions(case, Path(scratch) / case.name, wrong=False)[1:]
+            results["regrade"].append(both_ways(case, folders, args.parallel))
+    if args.real:
+        results["real"] = real_grading(args.real)
+    for block in [results["echo"], *results["regrade"]]:
+        for row in block["revisions"]:
+            seq, par = row["sequential"], row[f"parallel-{block['parallel']}"]
+            console.print(f"{block['case']} {row['revision']}: sequential {seq['wall_seconds']:.1f} s / "
+                          f"{seq['device_seconds']:.1f} dev-s, parallel {par['wall_seconds']:.1f} s / "
+                          f"{par['device_seconds']:.1f} dev-s, same verdicts: {row['same_verdicts']}")  # fmt: skip
+    if args.real:
+        real = results["real"]
+        console.print(f"real batch: grader/solver {_number(real['ratio'])} "
+                      f"(without dedup {_number(real['ratio_without_dedup'])})")  # fmt: skip
+        for case, c in real["cases"].items():
+            console.print(f"  {case}: {_number(c['grader_device_seconds_per_revision'], 0)} grader dev-s per "
+                          f"revision; ratio {_number(c['ratio'])} (without dedup {_number(c['ratio_without_dedup'])}); "
+                          f"time split {json.dumps({k: round(v) for k, v in c['time_split'].items()})}")  # fmt: skip
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "grading.json").write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

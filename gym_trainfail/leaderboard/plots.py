@@ -1,0 +1,53 @@
+"""The leaderboard's plots: pass rate and first-valid time per case × arm, cost against success."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gym_trainfail.leaderboard import fmt
+from gym_trainfail.leaderboard.svg import Bar, Point, Series, bar_chart, scatter
+
+
+def _series(rows: Sequence[Mapping[str, Any]], cases: Sequence[str], value: Any) -> list[Series]:
+    keys = list(dict.fromkeys((r["arm"], r["agent"]) for r in rows))
+    series = []
+    for arm, agent in keys:
+        by_case = {r["case"]: r for r in rows if (r["arm"], r["agent"]) == (arm, agent)}
+        bars = tuple(value(by_case[c]) if c in by_case else Bar(None) for c in cases)
+        series.append(Series(f"{agent} · {arm}", bars))
+    return series
+
+
+def pass_rate_plot(rows: Sequence[Mapping[str, Any]], cases: Sequence[str]) -> str:
+    """Pass rate per case, one bar per agent × arm."""
+    series = _series(rows, cases, lambda r: Bar(r["pass_rate"]))
+    return bar_chart("Pass rate (final revision)", "share of trials", [fmt.short_case(c) for c in cases], series, 1.0)
+
+
+def first_valid_plot(rows: Sequence[Mapping[str, Any]], cases: Sequence[str]) -> str:
+    """Adjusted seconds to the first valid revision: mean, whiskers min–max across trials."""
+
+    def bar(r: Mapping[str, Any]) -> Bar:
+        s = r["first_valid_adjusted_s"]
+        return Bar(s["mean"], s["min"], s["max"]) if s["n"] else Bar(None)
+
+    series = _series(rows, cases, bar)
+    title = "Adjusted time to the first valid revision (mean, min–max)"
+    return bar_chart(title, "seconds", [fmt.short_case(c) for c in cases], series)
+
+
+def pareto_plot(episodes: Sequence[Mapping[str, Any]]) -> str:
+    """Mean episode cost (adjusted seconds) against share of episodes solved, per agent × arm."""
+    keys = list(dict.fromkeys((r["agent"], r["arm"]) for r in episodes))
+    points = []
+    for agent, arm in keys:
+        rows = [r for r in episodes if (r["agent"], r["arm"]) == (agent, arm) and r["graded"]]
+        if not rows:
+            continue
+        cost = statistics.fmean(r["episode_adjusted_s"] for r in rows)
+        success = sum(r["solved"] for r in rows) / len(rows)
+        points.append(Point(f"{agent} · {arm}", cost, success, arm))
+    return scatter("Cost vs. success (Pareto front joined)", "mean adjusted seconds per episode",
+                   "share solved", points)  # fmt: skip

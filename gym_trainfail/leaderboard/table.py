@@ -1,0 +1,221 @@
+"""Leaderboard tables from a batch's adjudications: one row per episode, per case × arm × agent
+(with the spread across trials), and a paired control-vs-treatment comparison per case.
+
+Infrastructure failures that exhausted their attempts (``gave-up``) and episodes whose grading
+is incomplete are left out of every rate and counted in their own columns.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from gym_trainfail.batch.layout import RunLayout
+from gym_trainfail.batch.plan import BatchPlan, load_plan
+from gym_trainfail.batch.status import read_status
+from gym_trainfail.errors import TrainFailError
+
+CONTROL, TREATMENT = "control", "traincheck"
+#: Metrics of the first valid revision (cost up to it), as episode-row columns.
+FIRST_VALID_METRICS = ("first_valid_raw_s", "first_valid_adjusted_s", "first_valid_tokens", "first_valid_solver_dev_s")
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A metric across trials: count, mean, standard deviation, minimum, maximum."""
+
+    n: int
+    mean: float | None
+    sd: float | None
+    min: float | None
+    max: float | None
+
+    @classmethod
+    def of(cls, values: Iterable[float | None]) -> Spread:
+        found = [float(v) for v in values if v is not None]
+        if not found:
+            return cls(0, None, None, None, None)
+        sd = statistics.stdev(found) if len(found) > 1 else 0.0
+        return cls(len(found), statistics.fmean(found), sd, min(found), max(found))
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Everything a leaderboard needs from a run directory."""
+
+    layout: RunLayout
+    plan: BatchPlan
+    episodes: tuple[dict[str, Any], ...]
+    gave_up: tuple[dict[str, Any], ...]
+    grading: Mapping[str, Any]
+
+
+def load_batch(run_dir: Path) -> Batch:
+    """The plan, adjudications, give-ups and grading report of a batch run directory."""
+    layout = RunLayout(run_dir)
+    plan = load_plan(layout)
+    rows, gave_up = [], []
+    for planned in plan.episodes:
+        status = read_status(layout, planned.id)
+        state = status.state(plan.max_attempts)
+        if state == "gave-up":
+            reason = status.attempts[-1].reason if status.attempts else ""
+            gave_up.append({"episode": planned.id, "case": planned.case, "arm": planned.arm,
+                            "agent": planned.agent, "trial": planned.trial, "reason": reason})  # fmt: skip
+            continue
+        path = layout.adjudication(planned.id)
+        if state == "done" and path.exists():
+            rows.append(episode_row(json.loads(path.read_text())))
+    if not rows and not gave_up:
+        raise TrainFailError(f"{run_dir} has no adjudicated episodes yet; run `trainfail batch --out {run_dir}` first")
+    grading = json.loads(layout.grading_report.read_text()) if layout.grading_report.exists() else {}
+    return Batch(layout, plan, tuple(rows), tuple(gave_up), grading)
+
+
+def episode_row(adjudication: Mapping[str, Any]) -> dict[str, Any]:
+    """One flat row per episode, straight from its adjudication."""
+    first = adjudication["first_valid"] or {}
+    summary = adjudication["summary"]
+    tools = adjudication["tools"]
+    return {
+        "episode": adjudication["episode"],
+        "case": adjudication["case"],
+        "arm": adjudication["arm"],
+        "agent": adjudication["agent"],
+        "trial": adjudication["trial"],
+        "attempts": adjudication["attempts"],
+        "infra_failures": adjudication["infra_failures"],
+        "graded": adjudication["graded"],
+        "solved": adjudication["solved"],
+        "final_pass": adjudication["final_pass"],
+        "final_status": adjudication["final_status"],
+        "revisions": len(adjudication["revisions"]),
+        "first_valid_revision": first.get("revision"),
+        "first_valid_raw_s": first.get("raw_seconds"),
+        "first_valid_adjusted_s": first.get("adjusted_seconds"),
+        "first_valid_tokens": first.get("total_tokens"),
+        "first_valid_solver_dev_s": first.get("solver_device_seconds"),
+        "episode_raw_s": summary["raw_seconds"],
+        "episode_adjusted_s": summary["adjusted_seconds"],
+        "episode_tokens": summary["total_tokens"],
+        "episode_solver_dev_s": summary["solver_device_seconds"],
+        "grader_dev_s": adjudication["grading"]["grader_device_seconds"],
+        "traincheck_uses": tools["traincheck"]["count"],
+        "traincheck_first_s": tools["traincheck"]["first_at_seconds"],
+        "blocked": tools["blocked"]["count"],
+        "mentions": tools["mention"]["count"],
+        "overhead_s": adjudication["overhead"]["overhead_seconds"],
+        "agent_error": adjudication["agent_error"],
+    }
+
+
+def summary_rows(batch: Batch) -> list[dict[str, Any]]:
+    """Per case × arm × agent: rates over graded episodes and spreads over trials."""
+    keys = sorted({(e.case, e.arm, e.agent) for e in batch.plan.episodes}, key=_order(batch.plan))
+    return [_summarize(batch, key) for key in keys]
+
+
+def _order(plan: BatchPlan) -> Any:
+    cases, arms, agents = list(plan.spec.cases), list(plan.spec.arms), list(plan.spec.agents)
+    return lambda key: (cases.index(key[0]), arms.index(key[1]), agents.index(key[2]))
+
+
+def _summarize(batch: Batch, key: tuple[str, str, str]) -> dict[str, Any]:
+    rows = [r for r in batch.episodes if (r["case"], r["arm"], r["agent"]) == key]
+    graded = [r for r in rows if r["graded"]]
+    solved = [r for r in graded if r["solved"]]
+    row: dict[str, Any] = {
+        "case": key[0],
+        "arm": key[1],
+        "agent": key[2],
+        "episodes": len(rows),
+        "graded": len(graded),
+        "gave_up": sum(1 for g in batch.gave_up if (g["case"], g["arm"], g["agent"]) == key),
+        "pass_rate": _rate(r["final_pass"] for r in graded),
+        "solve_rate": _rate(r["solved"] for r in graded),
+        "traincheck_used": sum(1 for r in rows if r["traincheck_uses"]),
+        "blocked": sum(r["blocked"] for r in rows),
+        "solver_dev_s": sum(r["episode_solver_dev_s"] for r in rows),
+        "grader_dev_s": sum(r["grader_dev_s"] for r in rows),
+    }
+    for metric in FIRST_VALID_METRICS:
+        row[metric] = asdict(Spread.of(r[metric] for r in solved))
+    for metric in ("episode_adjusted_s", "episode_tokens", "overhead_s"):
+        row[metric] = asdict(Spread.of(r[metric] for r in rows))
+    return row
+
+
+def paired_rows(batch: Batch) -> list[dict[str, Any]]:
+    """Per case × agent: control and treatment trials paired by trial number."""
+    if not {CONTROL, TREATMENT} <= set(batch.plan.spec.arms):
+        return []
+    pairs = []
+    for case in batch.plan.spec.cases:
+        for agent in batch.plan.spec.agents:
+            pairs.append(_pair(batch.episodes, case, agent))
+    return pairs
+
+
+def _pair(rows: Sequence[Mapping[str, Any]], case: str, agent: str) -> dict[str, Any]:
+    def arm(name: str) -> dict[int, Mapping[str, Any]]:
+        return {r["trial"]: r for r in rows if (r["case"], r["agent"], r["arm"]) == (case, agent, name) and r["graded"]}
+
+    control, treatment = arm(CONTROL), arm(TREATMENT)
+    trials = sorted(set(control) & set(treatment))
+    both = [t for t in trials if control[t]["solved"] and treatment[t]["solved"]]
+    return {
+        "case": case,
+        "agent": agent,
+        "pairs": len(trials),
+        "control_pass_rate": _rate(control[t]["final_pass"] for t in trials),
+        "treatment_pass_rate": _rate(treatment[t]["final_pass"] for t in trials),
+        "delta_pass_rate": _delta(
+            _rate(treatment[t]["final_pass"] for t in trials), _rate(control[t]["final_pass"] for t in trials)
+        ),  # fmt: skip
+        "only_treatment_passed": sum(1 for t in trials if treatment[t]["final_pass"] and not control[t]["final_pass"]),
+        "only_control_passed": sum(1 for t in trials if control[t]["final_pass"] and not treatment[t]["final_pass"]),
+        "both_solved": len(both),
+        "delta_first_valid_adjusted_s": asdict(
+            Spread.of(treatment[t]["first_valid_adjusted_s"] - control[t]["first_valid_adjusted_s"] for t in both)
+        ),  # fmt: skip
+        "delta_first_valid_tokens": asdict(
+            Spread.of(treatment[t]["first_valid_tokens"] - control[t]["first_valid_tokens"] for t in both)
+        ),  # fmt: skip
+        "delta_first_valid_solver_dev_s": asdict(
+            Spread.of(treatment[t]["first_valid_solver_dev_s"] - control[t]["first_valid_solver_dev_s"] for t in both)
+        ),  # fmt: skip
+        "treatment_used_traincheck": sum(1 for t in trials if treatment[t]["traincheck_uses"]),
+    }
+
+
+def _rate(flags: Iterable[bool]) -> float | None:
+    values = [bool(f) for f in flags]
+    return sum(values) / len(values) if values else None
+
+
+def _delta(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def totals(batch: Batch) -> dict[str, Any]:
+    """Batch-wide figures: episodes, solver and grader device-seconds and their ratio."""
+    solver = sum(r["episode_solver_dev_s"] for r in batch.episodes)
+    grading = batch.grading
+    grader = float(grading.get("grader_device_seconds", 0.0))
+    without = float(grading.get("grader_device_seconds_without_dedup", 0.0))
+    return {
+        "episodes": len(batch.episodes),
+        "gave_up": len(batch.gave_up),
+        "ungraded": sum(1 for r in batch.episodes if not r["graded"]),
+        "revisions": grading.get("revisions"),
+        "unique_trees": grading.get("unique_trees"),
+        "solver_device_seconds": solver,
+        "grader_device_seconds": grader,
+        "grader_device_seconds_without_dedup": without,
+        "grader_solver_ratio": grader / solver if solver else None,
+        "grader_solver_ratio_without_dedup": without / solver if solver else None,
+    }

@@ -1,0 +1,361 @@
+"""Batch runs on the fast echo case: plan, local worker pool, resumption, infrastructure
+failures (a killed worker, a killed driver, a sandbox that cannot start), grading with
+deduplication, adjudication, and grader performance options that must not change verdicts."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import gym_trainfail.env
+from gym_trainfail.batch import (
+    LocalRunner,
+    RunLayout,
+    adjudicate_batch,
+    grade_batch,
+    load_plan,
+    make_plan,
+    resolve_cases,
+    run_episodes,
+    write_plan,
+)
+from gym_trainfail.batch.adjudicate import tool_usage
+from gym_trainfail.batch.plan import BatchPlan
+from gym_trainfail.batch.status import read_status
+from gym_trainfail.batch.worker import execute_attempt
+from gym_trainfail.cases import CaseSpec, load_case
+from gym_trainfail.cli import main
+from gym_trainfail.errors import SandboxUnavailableError, TrainFailError
+from gym_trainfail.grading import Grader, apply_patch
+from gym_trainfail.runtimes import Runtime
+from tests.batch_support import REPO, register_chaos_agent
+from tests.conftest import ECHO_CASE
+
+
+@pytest.fixture
+def chaos(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Registers the ``chaos`` agent; returns its marker folder."""
+    register_chaos_agent(tmp_path / "site", monkeypatch)
+    return tmp_path / "markers"
+
+
+def echo_plan(
+    layout: RunLayout,
+    agents: list[str],
+    *,
+    trials: int = 1,
+    max_attempts: int = 3,
+    agent_options: dict[str, dict[str, Any]] | None = None,
+) -> BatchPlan:
+    cases = resolve_cases([str(ECHO_CASE)])
+    plan = make_plan(cases, ["control"], agents, trials, sandbox="bwrap", agent_options=agent_options,
+                     max_attempts=max_attempts)  # fmt: skip
+    return write_plan(layout, plan)
+
+
+def attempts(layout: RunLayout, episode: str) -> list[str]:
+    return [a.state for a in read_status(layout, episode).attempts]
+
+
+# -- plan -------------------------------------------------------------------------------------
+
+
+def test_plan_covers_every_combination_and_is_written_first(tmp_path: Path, echo_case: CaseSpec) -> None:
+    cases = resolve_cases([str(ECHO_CASE), "TrainFail/DDPTokenAverage-v0"])
+    plan = make_plan(cases, ["control", "traincheck"], ["reference", "noop"], 2)
+    assert len(plan.episodes) == 2 * 2 * 2 * 2
+    assert plan.episodes[0].id == "Echo-v0.control.reference.t1"
+    assert plan.episodes[0].case_root == str(echo_case.root) and plan.episodes[0].devices == 2
+    layout = RunLayout(tmp_path / "run")
+    assert write_plan(layout, plan) == plan
+    assert load_plan(layout) == plan
+    assert write_plan(layout, make_plan(cases, ["control", "traincheck"], ["reference", "noop"], 2)) == plan
+
+
+def test_plan_refuses_a_different_batch_in_the_same_directory(tmp_path: Path) -> None:
+    layout = RunLayout(tmp_path / "run")
+    echo_plan(layout, ["noop"])
+    with pytest.raises(TrainFailError) as caught:
+        echo_plan(layout, ["noop"], trials=2)
+    assert str(caught.value) == (
+        f"{layout.root} already holds a different batch (cases ['TrainFailTest/Echo-v0'], arms ['control'], "
+        "agents ['noop'], 1 trial(s), sandbox bwrap); re-run it with the same arguments to resume, or give a new "
+        "--out for cases ['TrainFailTest/Echo-v0'], arms ['control'], agents ['noop'], 2 trial(s), sandbox bwrap"
+    )
+
+
+def test_plan_checks_names(echo_case: CaseSpec) -> None:
+    with pytest.raises(TrainFailError, match=r"^unknown arm\(s\) \['placebo'\]; expected some of"):
+        make_plan([echo_case], ["placebo"], ["noop"], 1)
+    with pytest.raises(TrainFailError, match=r"^unknown agent\(s\) \['nobody'\]; installed agents: "):
+        make_plan([echo_case], ["control"], ["nobody"], 1)
+    with pytest.raises(TrainFailError, match=r"^trials must be at least 1, got 0$"):
+        make_plan([echo_case], ["control"], ["noop"], 0)
+    with pytest.raises(TrainFailError, match=r"^agent options given for \['reference'\], which are not in"):
+        make_plan([echo_case], ["control"], ["noop"], 1, agent_options={"reference": {"check": False}})
+
+
+# -- episodes, grades, adjudication -----------------------------------------------------------
+
+
+def test_local_batch_runs_grades_adjudicates_and_resumes(tmp_path: Path, runtime: Runtime, bwrap_usable: None) -> None:
+    layout = RunLayout(tmp_path / "run")
+    plan = echo_plan(layout, ["reference", "noop"], trials=2)
+    counts = run_episodes(layout, plan, LocalRunner(layout, 2))
+    assert (counts.done, counts.failed, counts.gave_up, counts.skipped) == (4, 0, 0, 0)
+    report = grade_batch(layout, plan)
+    assert (report.revisions, report.unique_trees) == (4, 2)
+    assert report.grader_device_seconds_without_dedup == pytest.approx(2 * report.grader_device_seconds, rel=0.5)
+    adjudications = {a["episode"]: a for a in adjudicate_batch(layout, plan)}
+    reference = adjudications["Echo-v0.control.reference.t1"]
+    assert (reference["solved"], reference["final_pass"], reference["first_valid"]["revision"]) == (True, True, 1)
+    assert reference["scenario_table"] == {"runs": ["pass"], "answer": ["pass"]}
+    diff = (layout.root / reference["revisions"][0]["source_map"]["diff"]).read_text()
+    assert "-ANSWER = 41\n+ANSWER = 42\n" in diff
+    assert reference["revisions"][0]["source_map"]["files"] == [
+        {"path": "report.py", "change": "modified", "added": 1, "removed": 1, "binary": False}
+    ]
+    noop = adjudications["Echo-v0.control.noop.t2"]
+    assert (noop["solved"], noop["final_status"], noop["first_valid"]) == (False, "fail", None)
+    assert noop["scenario_table"] == {"runs": ["pass"], "answer": ["fail"]}
+    assert reference["overhead"]["overhead_seconds"] > 0
+
+    again = run_episodes(layout, plan, LocalRunner(layout, 2))
+    assert (again.done, again.skipped, again.failed) == (4, 4, 0)
+    assert all(attempts(layout, e.id) == ["done"] for e in plan.episodes)
+    regraded = grade_batch(layout, plan)
+    assert (regraded.graded_now, regraded.node_cache_hits, regraded.reused) == (0, 0, 2)
+    assert regraded.grader_device_seconds_spent_now == 0.0
+
+
+def test_a_killed_worker_is_retried_and_never_counted_against_the_agent(
+    tmp_path: Path, runtime: Runtime, bwrap_usable: None, chaos: Path
+) -> None:
+    layout = RunLayout(tmp_path / "run")
+    plan = echo_plan(layout, ["chaos", "noop"], agent_options={"chaos": {"marker_dir": str(chaos), "mode": "kill"}})
+    lines: list[str] = []
+    counts = run_episodes(layout, plan, LocalRunner(layout, 2), lambda _c, line: lines.append(line))
+    assert (counts.done, counts.failed, counts.gave_up) == (2, 1, 0)
+    status = read_status(layout, "Echo-v0.control.chaos.t1")
+    assert [a.state for a in status.attempts] == ["infra", "done"]
+    assert status.attempts[0].reason.startswith("worker killed by SIGKILL before it reported")
+    assert any(
+        line.startswith("Echo-v0.control.chaos.t1: infrastructure failure (attempt 1, will retry)") for line in lines
+    )
+    assert (layout.attempt("Echo-v0.control.chaos.t1", 1) / "episode" / "ledger.jsonl").exists()
+    grade_batch(layout, plan)
+    adjudication = adjudicate_batch(layout, plan)[0]
+    assert (adjudication["episode"], adjudication["infra_failures"], adjudication["solved"]) == (
+        "Echo-v0.control.chaos.t1",
+        1,
+        True,
+    )
+
+
+def test_an_episode_out_of_attempts_gives_up(tmp_path: Path, runtime: Runtime, bwrap_usable: None, chaos: Path) -> None:
+    layout = RunLayout(tmp_path / "run")
+    plan = echo_plan(layout, ["chaos"], max_attempts=1, agent_options={"chaos": {"marker_dir": str(chaos)}})
+    counts = run_episodes(layout, plan, LocalRunner(layout, 1))
+    assert (counts.done, counts.gave_up) == (0, 1)
+    assert read_status(layout, "Echo-v0.control.chaos.t1").state(plan.max_attempts) == "gave-up"
+    assert grade_batch(layout, plan).unique_trees == 0 and adjudicate_batch(layout, plan) == []
+    plan = echo_plan(layout, ["chaos"], max_attempts=2, agent_options={"chaos": {"marker_dir": str(chaos)}})
+    assert run_episodes(layout, plan, LocalRunner(layout, 1)).done == 1
+
+
+def test_an_agent_error_counts_as_the_agents_episode(
+    tmp_path: Path, runtime: Runtime, bwrap_usable: None, chaos: Path
+) -> None:
+    layout = RunLayout(tmp_path / "run")
+    plan = echo_plan(layout, ["chaos"], agent_options={"chaos": {"marker_dir": str(chaos), "mode": "raise"}})
+    counts = run_episodes(layout, plan, LocalRunner(layout, 1))
+    assert (counts.done, counts.failed) == (1, 0)
+    status = read_status(layout, "Echo-v0.control.chaos.t1")
+    assert [a.state for a in status.attempts] == ["agent-error"]
+    assert status.attempts[0].reason.startswith("RuntimeError: the agent's own code failed")
+    grade_batch(layout, plan)
+    adjudication = adjudicate_batch(layout, plan)[0]
+    assert adjudication["agent_error"].startswith("RuntimeError")
+    assert (adjudication["final_status"], adjudication["solved"]) == ("fail", False)
+
+
+def test_a_sandbox_that_cannot_start_is_an_infrastructure_failure(
+    tmp_path: Path, echo_case: CaseSpec, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(backend: str, config: object) -> None:
+        raise SandboxUnavailableError("bwrap: setting up uid map: Permission denied")
+
+    monkeypatch.setattr(gym_trainfail.env, "create_sandbox", refuse)
+    planned = make_plan([echo_case], ["control"], ["noop"], 1).episodes[0]
+    result = execute_attempt(planned, tmp_path / "episode", sandbox="process")
+    assert (result.state, result.reason) == (
+        "infra",
+        "SandboxUnavailableError: bwrap: setting up uid map: Permission denied",
+    )
+
+
+def test_a_killed_driver_loses_nothing_and_a_rerun_finishes(
+    tmp_path: Path, runtime: Runtime, bwrap_usable: None, chaos: Path
+) -> None:
+    run = tmp_path / "run"
+    argv = [sys.executable, "-m", "gym_trainfail.cli", "batch", "--cases", str(ECHO_CASE), "--arms", "control",
+            "--agents", "noop", "chaos", "--trials", "1", "--workers", "1", "--sandbox", "bwrap", "--out", str(run),
+            "--agent-option", f"chaos:marker_dir={chaos}", "--agent-option", "chaos:mode=sleep"]  # fmt: skip
+    driver = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    marker = chaos / "Echo-v0.control.chaos.t1.sleep"
+    deadline = time.monotonic() + 120
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert marker.exists(), "the chaos episode never started"
+    layout = RunLayout(run)
+    worker = read_status(layout, "Echo-v0.control.chaos.t1").attempts[-1].pid
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    assert attempts(layout, "Echo-v0.control.noop.t1") == ["done"]
+    assert attempts(layout, "Echo-v0.control.chaos.t1") == ["running"]
+    assert worker is not None and _gone(worker), "the orphaned worker must stop with its driver"
+    rerun = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+    assert rerun.returncode == 0, rerun.stderr
+    assert attempts(layout, "Echo-v0.control.noop.t1") == ["done"]
+    status = read_status(layout, "Echo-v0.control.chaos.t1")
+    assert [a.state for a in status.attempts] == ["infra", "done"]
+    assert status.attempts[0].reason == "interrupted: the runner or its worker was killed before the attempt reported"
+    assert len(list((run / "adjudication").glob("*.json"))) == 2
+
+
+def _gone(pid: int, within_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_cli_rejects_a_partial_batch_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["batch", "--cases", "all", "--out", str(tmp_path / "run")]) == 1
+    assert "a new batch needs --cases, --arms, --agents and --trials (or none, to resume --out)" in " ".join(
+        capsys.readouterr().err.split()
+    )
+
+
+# -- grading performance options never change a verdict ---------------------------------------
+
+
+def _echo_revisions(echo_case: CaseSpec, root: Path) -> list[Path]:
+    original, repaired, wrong = root / "original", root / "reference", root / "wrong"
+    for folder in (original, repaired, wrong):
+        shutil.copytree(echo_case.workspace_dir, folder)
+    apply_patch(repaired, echo_case.reference_patch)
+    apply_patch(wrong, echo_case.wrong_repairs["off-by-one-up"])
+    return [original, repaired, wrong]
+
+
+def test_parallel_scenarios_give_the_same_verdicts(
+    tmp_path: Path, echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None
+) -> None:
+    revisions = _echo_revisions(echo_case, tmp_path)
+    sequential = Grader(echo_case, sandbox="bwrap", cache=False)
+    parallel = Grader(echo_case, sandbox="bwrap", cache=False, parallel_scenarios=2)
+    for revision in revisions:
+        one, other = sequential.grade_dir(revision), parallel.grade_dir(revision)
+        assert [(o.scenario, o.status, o.reason) for o in one.outcomes] == [
+            (o.scenario, o.status, o.reason) for o in other.outcomes
+        ]
+    assert [sequential.grade_dir(r).status for r in revisions] == ["fail", "pass", "fail"]
+
+
+ORACLE_HARNESS = """
+import argparse, json, os, secrets, subprocess, sys
+parser = argparse.ArgumentParser()
+parser.add_argument("--scenario", required=True)
+parser.add_argument("--out")
+parser.add_argument("--out-dir")
+parser.add_argument("--oracle")
+args = parser.parse_args()
+scenario = json.load(open(args.scenario))
+def oracle():
+    return {"expect": scenario["params"]["expect"], "nonce": secrets.token_hex(4), "files": os.listdir(".")}
+if args.out_dir:
+    os.makedirs(args.out_dir)
+    json.dump(oracle(), open(os.path.join(args.out_dir, "oracle.json"), "w"))
+    sys.exit(0)
+reference = json.load(open(os.path.join(args.oracle, "oracle.json"))) if args.oracle else oracle()
+value = subprocess.run([sys.executable, "report.py"], capture_output=True, text=True).stdout.strip()
+ok = reference["expect"] == "any" or value == reference["expect"]
+json.dump({"status": "pass" if ok else "fail", "reason": "" if ok else f"printed {value!r}",
+           "metrics": {"nonce": reference["nonce"], "oracle_saw": reference["files"]}}, open(args.out, "w"))
+"""
+
+
+def test_the_oracle_cache_computes_each_oracle_once_without_changing_verdicts(
+    tmp_path: Path, echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRAINFAIL_HOME", str(tmp_path / "home"))
+    folder = tmp_path / "oracle_case"
+    shutil.copytree(ECHO_CASE, folder)
+    (folder / "grader" / "harness.py").write_text(ORACLE_HARNESS)
+    toml = (folder / "case.toml").read_text()
+    toml = toml.replace("[grader]\n", '[grader]\noracle_command = ["python", "/grader/harness.py"]\n')
+    (folder / "case.toml").write_text(toml.replace("TrainFailTest/Echo-v0", "TrainFailTest/EchoOracle-v0"))
+    case = load_case(folder)
+    revisions = _echo_revisions(echo_case, tmp_path / "revisions")
+    cached = Grader(case, sandbox="bwrap", cache=False, runtime=runtime)
+    uncached = Grader(case, sandbox="bwrap", cache=False, runtime=runtime, oracle_cache=False)
+    assert cached.oracles is not None and uncached.oracles is None
+    receipts = [cached.grade_dir(r) for r in revisions]
+    for revision, receipt in zip(revisions, receipts, strict=True):
+        assert [(o.scenario, o.status) for o in receipt.outcomes] == [
+            (o.scenario, o.status) for o in uncached.grade_dir(revision).outcomes
+        ]
+    nonces = {
+        o.scenario: {r.outcomes[i].metrics["nonce"] for r in receipts} for i, o in enumerate(receipts[0].outcomes)
+    }
+    assert all(len(seen) == 1 for seen in nonces.values()), "each scenario's oracle must be computed once"
+    assert all(o.metrics["oracle_saw"] == [] for o in receipts[0].outcomes), "oracles run without any revision"
+    assert [r.status for r in receipts] == ["fail", "pass", "fail"]
+
+
+# -- adjudication helpers ---------------------------------------------------------------------
+
+
+def test_tool_usage_says_whether_and_when_traincheck_was_used() -> None:
+    events = [
+        {"event": "reset", "t": 100.0},
+        {"event": "step", "t": 101.0, "tool": "shell"},
+        {"event": "traincheck", "t": 130.5, "kind": "command", "step": 4},
+        {"event": "traincheck", "t": 140.0, "kind": "import", "step": 6},
+        {"event": "traincheck", "t": 150.0, "kind": "command", "step": 9},
+    ]
+    usage = tool_usage(events)
+    assert usage["traincheck"] == {
+        "count": 3,
+        "by_kind": {"command": 2, "import": 1},
+        "first_at_seconds": 30.5,
+        "first_step": 4,
+    }
+    assert usage["blocked"]["count"] == 0 and usage["mention"]["first_at_seconds"] is None
+
+
+def test_grading_report_is_the_stage_handoff(tmp_path: Path, runtime: Runtime, bwrap_usable: None) -> None:
+    layout = RunLayout(Path(tempfile.mkdtemp(dir=tmp_path)))
+    plan = echo_plan(layout, ["noop"])
+    run_episodes(layout, plan, LocalRunner(layout, 1))
+    grade_batch(layout, plan)
+    report = json.loads(layout.grading_report.read_text())
+    assert (report["revisions"], report["unique_trees"], report["errors"]) == (1, 1, 0)
+    assert report["per_tree"][0]["status"] == "fail"
