@@ -5,10 +5,13 @@ verdict-preserving options change.
 
 * echo case: three revisions graded sequentially and with ``--parallel`` scenarios at once
   (no receipt cache), verdicts compared;
+* every way is also graded in scenario groups (one launch per device count) for cases whose
+  ``case.toml`` names a ``grader.group_command``;
 * ``--real RUN_DIR``: a finished batch's grading (per-revision grader device-seconds by case, the
   grader/solver ratio with and without deduplication, and where grading time goes according to
   the harnesses' own timings: process start-up, training, oracle, the rest);
-* ``--regrade CASE``: that case's reference repair graded both ways (slow: minutes per way).
+* ``--regrade CASE``: that case's original workspace, reference repair and first wrong repair
+  graded every way (slow: minutes per way).
 
 Prints a table and writes benchmarks/results/grading.json. Figures, not assertions.
 """
@@ -52,20 +55,37 @@ def revisions(case: CaseSpec, root: Path, wrong: bool = True) -> list[Path]:
 
 
 def both_ways(case: CaseSpec, folders: Sequence[Path], parallel: int) -> dict[str, Any]:
-    """Grade each folder sequentially and with ``parallel`` scenarios at once."""
+    """Grade each folder one launch per scenario (sequentially and ``parallel`` at once) and,
+    for a case with a ``group_command``, in scenario groups; compare the verdicts."""
+    ways: list[tuple[str, dict[str, Any]]] = [("sequential", {"group_scenarios": False})]
+    if parallel > 1:
+        ways.append((f"parallel-{parallel}", {"group_scenarios": False, "parallel_scenarios": parallel}))
+    if case.group_command:
+        ways.append(("grouped", {}))
+    oracle_device_s = 0.0
+    warm = Grader(case, sandbox="bwrap", cache=False)
+    if warm.oracles is not None:  # computed once per scenario, then shared: keep it out of the ways' figures
+        oracle_device_s = sum(warm.oracles.ensure(s)[1] for s in case.scenarios)
     rows = []
     for folder in folders:
         row: dict[str, Any] = {"revision": folder.name}
-        for label, width in (("sequential", 1), (f"parallel-{parallel}", parallel)):
-            grader = Grader(case, sandbox="bwrap", cache=False, parallel_scenarios=width)
+        for label, options in ways:
+            grader = Grader(case, sandbox="bwrap", cache=False, **options)
             started = time.perf_counter()
             receipt = grader.grade_dir(folder)
             row[label] = {"status": receipt.status, "wall_seconds": time.perf_counter() - started,
                           "device_seconds": receipt.device_seconds,
-                          "verdicts": {o.scenario: o.status for o in receipt.outcomes}}  # fmt: skip
-        row["same_verdicts"] = row["sequential"]["verdicts"] == row[f"parallel-{parallel}"]["verdicts"]
+                          "verdicts": {o.scenario: o.status for o in receipt.outcomes},
+                          "reasons": {o.scenario: o.reason for o in receipt.outcomes},
+                          "grouped": [o.scenario for o in receipt.outcomes if o.grouped]}  # fmt: skip
+        first = row["sequential"]
+        row["same_verdicts"] = all(
+            row[label]["verdicts"] == first["verdicts"] and row[label]["reasons"] == first["reasons"]
+            for label, _ in ways
+        )
         rows.append(row)
-    return {"case": case.id, "parallel": parallel, "revisions": rows}
+    return {"case": case.id, "parallel": parallel, "ways": [label for label, _ in ways], "revisions": rows,
+            "oracle_device_seconds": oracle_device_s}  # fmt: skip
 
 
 def real_grading(run_dir: Path) -> dict[str, Any]:
@@ -128,7 +148,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--real", type=Path)
     parser.add_argument("--regrade", nargs="*", default=[])
-    parser.add_argument("--parallel", type=int, default=2)
+    parser.add_argument("--parallel", type=int, default=2, help="scenarios at once (0 or 1: skip that way)")
     args = parser.parse_args()
     console = Console()
     results: dict[str, Any] = {}
@@ -138,16 +158,21 @@ def main() -> None:
         results["regrade"] = []
         for case_id in args.regrade:
             case = resolve_case(case_id)
-            folders = revisions(case, Path(scratch) / case.name, wrong=False)[1:]
+            folders = revisions(case, Path(scratch) / case.name)
             results["regrade"].append(both_ways(case, folders, args.parallel))
     if args.real:
         results["real"] = real_grading(args.real)
     for block in [results["echo"], *results["regrade"]]:
         for row in block["revisions"]:
-            seq, par = row["sequential"], row[f"parallel-{block['parallel']}"]
-            console.print(f"{block['case']} {row['revision']}: sequential {seq['wall_seconds']:.1f} s / "
-                          f"{seq['device_seconds']:.1f} dev-s, parallel {par['wall_seconds']:.1f} s / "
-                          f"{par['device_seconds']:.1f} dev-s, same verdicts: {row['same_verdicts']}")  # fmt: skip
+            ways = ", ".join(
+                f"{label} {row[label]['wall_seconds']:.1f} s / {row[label]['device_seconds']:.1f} dev-s"
+                for label in block["ways"]
+            )
+            console.print(f"{block['case']} {row['revision']}: {ways}; same verdicts: {row['same_verdicts']}")
+        for label in block["ways"][1:]:
+            base = sum(r["sequential"]["device_seconds"] for r in block["revisions"])
+            other = sum(r[label]["device_seconds"] for r in block["revisions"])
+            console.print(f"  {block['case']}: {label} / sequential device-seconds = {other / base:.2f}")
     if args.real:
         real = results["real"]
         console.print(f"real batch: grader/solver {_number(real['ratio'])} "

@@ -82,6 +82,8 @@ class CaseSpec:
     check_command: str = ""
     #: Optional: computes a scenario's reference without any revision (cached per scenario).
     oracle_command: tuple[str, ...] = ()
+    #: Optional: grades several scenarios of one topology in one sandbox and one launch.
+    group_command: tuple[str, ...] = ()
 
     @property
     def workspace_dir(self) -> Path:
@@ -178,6 +180,7 @@ def load_case(root: Path) -> CaseSpec:
         workspace_exclude=tuple(reader.strings("workspace.exclude", default=[])),
         check_command=reader.string("workspace.check_command", default=""),
         oracle_command=tuple(reader.strings("grader.oracle_command", default=[])),
+        group_command=tuple(reader.strings("grader.group_command", default=[])),
         scenarios=load_scenarios(root / "grader" / SCENARIOS_FILE),
     )
 

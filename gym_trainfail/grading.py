@@ -15,12 +15,19 @@ scenarios of a revision at once (each still in its own fresh sandbox, sharing th
 pool), and the oracle cache (for cases whose ``case.toml`` names a ``grader.oracle_command``)
 computes each scenario's reference once per (case version, scenario, topology) in a sandbox
 that holds no revision, then mounts it read-only at ``/oracle`` for every revision.
+
+Scenario groups (for cases whose ``case.toml`` names a ``grader.group_command``): scenarios
+that need the same number of devices run in one sandbox over one copy of the revision, and the
+harness may train them in one process launch (its start-up paid once). A scenario the group
+run left without a verdict (no outcome, ``retry``, the group's time ran out) is run again on
+its own, so one scenario can never decide another's verdict.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import shutil
@@ -29,7 +36,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -51,6 +58,15 @@ DEFAULT_RETRIES = 2
 GRADER_LIMITS = Limits(memory_bytes=16 * GiB, pids=4096, output_bytes=20_000)
 #: Where a cached oracle is mounted in grading sandboxes.
 ORACLE_MOUNT = "/oracle"
+#: Support code for harnesses (``gym_trainfail/harnesslib``), mounted read-only in grading sandboxes.
+HARNESSLIB_DIR = Path(__file__).resolve().parent / "harnesslib"
+HARNESSLIB_MOUNT = "/harnesslib"
+
+
+@functools.cache
+def harnesslib_digest() -> str:
+    """Digest of the harness support code; part of every grader hash."""
+    return tree_digest(HARNESSLIB_DIR, exclude=("__pycache__", "*.pyc"))
 
 
 @dataclass(frozen=True)
@@ -67,6 +83,8 @@ class ScenarioOutcome:
     duration_s: float = 0.0
     device_seconds: float = 0.0
     queue_wait_s: float = 0.0
+    #: Judged in a scenario group's launch (``group_command``) rather than one of its own.
+    grouped: bool = False
 
 
 @dataclass(frozen=True)
@@ -131,6 +149,7 @@ class Grader:
         cache: bool = True,
         parallel_scenarios: int = 1,
         oracle_cache: bool = True,
+        group_scenarios: bool = True,
     ) -> None:
         if parallel_scenarios < 1:
             raise GradingError(f"parallel_scenarios must be at least 1, got {parallel_scenarios}")
@@ -141,7 +160,8 @@ class Grader:
         self.retries = retries
         self.cache = cache
         self.parallel_scenarios = parallel_scenarios
-        self.grader_hash = bytes_digest(f"{case.grader_hash()}:{self.runtime.digest}".encode())
+        self.group_command = case.group_command if group_scenarios else ()
+        self.grader_hash = bytes_digest(f"{case.grader_hash()}:{self.runtime.digest}:{harnesslib_digest()}".encode())
         command = case.oracle_command if oracle_cache else ()
         self.oracles = OracleCache(self, command) if command else None
 
@@ -190,20 +210,113 @@ class Grader:
     def _run_all(
         self, source: Path, scenarios: Sequence[Scenario], progress: ProgressHook | None
     ) -> list[ScenarioOutcome]:
-        """Every scenario, ``parallel_scenarios`` at a time, outcomes in scenario order."""
+        """Every scenario (or scenario group), ``parallel_scenarios`` at a time, outcomes in
+        scenario order."""
 
-        def one(scenario: Scenario) -> ScenarioOutcome:
+        def one(unit: tuple[Scenario, ...]) -> list[ScenarioOutcome]:
             if progress:
-                progress(scenario.name, None)
-            outcome = self.run_scenario(source, scenario)
+                for scenario in unit:
+                    progress(scenario.name, None)
+            outcomes = self.run_group(source, unit) if len(unit) > 1 else [self.run_scenario(source, unit[0])]
             if progress:
-                progress(scenario.name, outcome)
-            return outcome
+                for outcome in outcomes:
+                    progress(outcome.scenario, outcome)
+            return outcomes
 
-        if self.parallel_scenarios == 1 or len(scenarios) < 2:
-            return [one(s) for s in scenarios]
-        with ThreadPoolExecutor(self.parallel_scenarios, thread_name_prefix="scenario") as pool:
-            return list(pool.map(one, scenarios))
+        units = self.partition(scenarios)
+        if self.parallel_scenarios == 1 or len(units) < 2:
+            results = [one(u) for u in units]
+        else:
+            with ThreadPoolExecutor(self.parallel_scenarios, thread_name_prefix="scenario") as pool:
+                results = list(pool.map(one, units))
+        by_name = {o.scenario: o for outcomes in results for o in outcomes}
+        return [by_name[s.name] for s in scenarios]
+
+    def partition(self, scenarios: Sequence[Scenario]) -> list[tuple[Scenario, ...]]:
+        """Launch units: one per scenario, or, with a ``group_command``, one per device count."""
+        if not self.group_command:
+            return [(s,) for s in scenarios]
+        groups: dict[int, list[Scenario]] = {}
+        for scenario in scenarios:
+            groups.setdefault(scenario.devices, []).append(scenario)
+        return [tuple(g) for g in groups.values()]
+
+    def run_group(self, source: Path, group: Sequence[Scenario]) -> list[ScenarioOutcome]:
+        """Grade ``group`` (same device count) in one sandbox with the case's ``group_command``;
+        scenarios it leaves unjudged are graded again on their own."""
+        started = time.monotonic()
+        oracle_cost: dict[str, tuple[float, float]] = {}
+        mounts: list[Mount] = []
+        runnable: list[Scenario] = []
+        failed_oracle: dict[str, ScenarioOutcome] = {}
+        for scenario in group:
+            if self.oracles is None:
+                runnable.append(scenario)
+                continue
+            oracle, device_s, queue_s = self.oracles.ensure(scenario)
+            oracle_cost[scenario.name] = (device_s, queue_s)
+            if oracle is None:
+                failed_oracle[scenario.name] = _unjudged(
+                    scenario, "the oracle run gave no reference", device_s, queue_s, started
+                )
+            else:
+                mounts.append(Mount(oracle, f"{ORACLE_MOUNT}/{scenario.name}"))
+                runnable.append(scenario)
+        raw: dict[str, dict[str, Any] | None] = {}
+        shares: dict[str, tuple[float, float]] = {}
+        if runnable:
+            raw, shares = self._group_attempt(source, runnable, tuple(mounts))
+        outcomes = []
+        for scenario in group:
+            if scenario.name in failed_oracle:
+                outcomes.append(failed_oracle[scenario.name])
+                continue
+            spent_device, spent_queue = shares[scenario.name]
+            oracle_device, oracle_queue = oracle_cost.get(scenario.name, (0.0, 0.0))
+            data = raw.get(scenario.name)
+            if data is None or data.get("status") not in ("pass", "fail"):
+                alone = self.run_scenario(source, scenario)
+                outcomes.append(
+                    replace(
+                        alone,
+                        attempts=alone.attempts + 1,
+                        device_seconds=alone.device_seconds + spent_device,
+                        queue_wait_s=alone.queue_wait_s + spent_queue,
+                    )
+                )
+                continue
+            judged = _from_outcome(scenario, data, spent_device + oracle_device, spent_queue + oracle_queue)
+            outcomes.append(replace(judged, grouped=True, duration_s=float(judged.timings.get("total_s", 0.0))))
+        return outcomes
+
+    def _group_attempt(
+        self, source: Path, group: Sequence[Scenario], mounts: tuple[Mount, ...]
+    ) -> tuple[dict[str, dict[str, Any] | None], dict[str, tuple[float, float]]]:
+        """One run of ``group_command``: each scenario's outcome (``None`` if it wrote none) and
+        its share of the group's device- and queue-seconds (by its reported ``total_s``)."""
+        with tempfile.TemporaryDirectory(prefix="trainfail-group-") as scratch:
+            root = Path(scratch)
+            workspace, io = root / "workspace", root / "io"
+            shutil.copytree(source, workspace, symlinks=True, ignore=shutil.ignore_patterns(*ALWAYS_EXCLUDED))
+            io.mkdir()
+            (io / "outcomes").mkdir()
+            requests = [self.scenario_request(s) for s in group]
+            (io / "scenarios.json").write_text(json.dumps(requests, indent=2))
+            argv = [*self.group_command, "--scenarios", "/io/scenarios.json", "--out-dir", "/io/outcomes"]
+            if mounts:
+                argv += ["--oracle", ORACLE_MOUNT]
+            label = f"grade-group-{len(group)}x{group[0].devices}"
+            timeout = sum(s.timeout_s for s in group)
+            _, lease = self._sandboxed(label, group[0].devices, timeout, workspace, io, argv, mounts)
+            raw = {s.name: _read_outcome(io / "outcomes" / f"{s.name}.json") for s in group}
+        weights = {name: _total_s(data) for name, data in raw.items()}
+        if not all(weights.values()):
+            weights = dict.fromkeys(raw, 1.0)
+        total = sum(weights.values())
+        shares = {
+            name: (lease.device_seconds * w / total, lease.queue_wait_s * w / total) for name, w in weights.items()
+        }
+        return raw, shares
 
     def run_scenario(self, source: Path, scenario: Scenario) -> ScenarioOutcome:
         """Run one scenario in fresh sandboxes until it gives a verdict (bounded retries)."""
@@ -265,17 +378,36 @@ class Grader:
         """Run ``argv`` for ``scenario`` in a fresh sandbox over ``workspace``, ``io`` at ``/io``."""
         io.mkdir(parents=True, exist_ok=True)
         (io / "scenario.json").write_text(json.dumps(self.scenario_request(scenario), indent=2))
+        label = f"grade-{scenario.name}"
+        return self._sandboxed(label, scenario.devices, scenario.timeout_s, workspace, io, argv, mounts)
+
+    def _sandboxed(
+        self,
+        label: str,
+        devices: int,
+        timeout_s: float,
+        workspace: Path,
+        io: Path,
+        argv: Sequence[str],
+        mounts: tuple[Mount, ...],
+    ) -> tuple[ExecResult, Lease]:
+        """``argv`` in a fresh grading sandbox holding ``devices`` from the pool for its lifetime."""
         config = SandboxConfig(
             runtime=self.runtime,
             workspace=workspace,
-            mounts=(Mount(self.case.grader_dir, "/grader"), Mount(io, "/io", writable=True), *mounts),
+            mounts=(
+                Mount(self.case.grader_dir, "/grader"),
+                Mount(HARNESSLIB_DIR, HARNESSLIB_MOUNT),
+                Mount(io, "/io", writable=True),
+                *mounts,
+            ),
             limits=GRADER_LIMITS,
-            label=f"grade-{scenario.name}",
+            label=label,
         )
-        with self.pool.lease(scenario.devices) as lease:
+        with self.pool.lease(devices) as lease:
             sandbox = create_sandbox(self.sandbox, config)
             try:
-                result = sandbox.exec(list(argv), timeout_s=scenario.timeout_s, devices=lease.devices)
+                result = sandbox.exec(list(argv), timeout_s=timeout_s, devices=lease.devices)
             finally:
                 sandbox.close()
         return result, lease
@@ -355,16 +487,13 @@ def _interpret(
 ) -> ScenarioOutcome:
     """Turn what one harness run left behind into an outcome (``error`` = not judged)."""
 
-    def make(
-        status: Status, reason: str, metrics: dict[str, Any] | None = None, timings: dict[str, float] | None = None
-    ) -> ScenarioOutcome:
+    def make(status: Status, reason: str, metrics: dict[str, Any] | None = None) -> ScenarioOutcome:
         return ScenarioOutcome(
             scenario=scenario.name,
             kind=scenario.kind,
             status=status,
             reason=reason,
             metrics=metrics or {},
-            timings=timings or {},
             device_seconds=device_s,
             queue_wait_s=queue_s,
         )
@@ -375,17 +504,43 @@ def _interpret(
         tail = (result.stderr or result.stdout).strip().splitlines()[-6:]
         reason = f"the harness wrote no outcome (exit {result.exit_code}): " + " | ".join(tail)[-600:]
         return make("error", reason, {"_retry": True})
-    status = outcome.get("status")
+    return _from_outcome(scenario, outcome, device_s, queue_s)
+
+
+def _from_outcome(scenario: Scenario, outcome: dict[str, Any], device_s: float, queue_s: float) -> ScenarioOutcome:
+    """The outcome a harness wrote, as a :class:`ScenarioOutcome` (``retry`` = not judged)."""
+    answered = outcome.get("status")
     metrics = dict(outcome.get("metrics") or {})
-    timings = {k: float(v) for k, v in (outcome.get("timings") or {}).items()}
+    timings = {k: float(v) for k, v in (outcome.get("timings") or {}).items() if _is_number(v)}
     reason = str(outcome.get("reason", ""))[:1000]
-    if status == "retry":
-        return make("error", f"not judged (retry): {reason}", {**metrics, "_retry": True}, timings)
-    if status == "pass":
-        return make("pass", reason, metrics, timings)
-    if status == "fail":
-        return make("fail", reason, metrics, timings)
-    return make("error", f"the harness answered status {status!r}")
+    status: Status = "error"
+    if answered in ("pass", "fail"):
+        status = "pass" if answered == "pass" else "fail"
+    elif answered == "retry":
+        reason, metrics = f"not judged (retry): {reason}", {**metrics, "_retry": True}
+    else:
+        reason = f"the harness answered status {answered!r}"
+    return ScenarioOutcome(
+        scenario=scenario.name,
+        kind=scenario.kind,
+        status=status,
+        reason=reason,
+        metrics=metrics,
+        timings=timings,
+        device_seconds=device_s,
+        queue_wait_s=queue_s,
+    )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _total_s(outcome: dict[str, Any] | None) -> float:
+    """The ``timings.total_s`` an outcome reports (0 when it reports none)."""
+    timings = (outcome or {}).get("timings") or {}
+    value: Any = timings.get("total_s") if isinstance(timings, dict) else None
+    return max(float(value), 0.0) if _is_number(value) else 0.0
 
 
 def _read_outcome(path: Path) -> dict[str, Any] | None:

@@ -4,6 +4,11 @@ The unmodified workspace must pass every healthy scenario and fail every failure
 identically on each repeat; the reference repair must pass every scenario; each shipped wrong
 repair must fail at least one; and no grader canary may appear in what the agent sees
 (workspace, prompt, tool specs).
+
+For a case with a ``grader.group_command``, every other repeat of the unmodified workspace and
+the wrong repairs are graded in scenario groups, the rest one launch per scenario: a case
+whose grouped verdicts differ from its one-launch verdicts is refused like a
+non-deterministic one.
 """
 
 from __future__ import annotations
@@ -91,12 +96,17 @@ def qualify(
     started = time.monotonic()
     result = Qualification(case=case.id)
     result.problems.extend(leak_scan(case))
-    grader = Grader(case, sandbox=sandbox, cache=False)
-    variants: list[tuple[str, str, Path | None]] = [(f"unmodified#{i + 1}", "unmodified", None) for i in range(repeats)]
-    variants.append(("reference", "reference", case.reference_patch))
+    single = Grader(case, sandbox=sandbox, cache=False, group_scenarios=False)
+    grouped = Grader(case, sandbox=sandbox, cache=False) if case.group_command else single
+    variants: list[tuple[str, str, Path | None, Grader]] = [
+        (f"unmodified#{i + 1}", "unmodified", None, grouped if i % 2 else single) for i in range(repeats)
+    ]
+    variants.append(("reference", "reference", case.reference_patch, single))
     if wrong_repairs:
-        variants += [(f"wrong:{name}", "wrong", patch) for name, patch in case.wrong_repairs.items()]
-    for label, kind, patch in variants:
+        variants += [(f"wrong:{name}", "wrong", patch, grouped) for name, patch in case.wrong_repairs.items()]
+    for label, kind, patch, grader in variants:
+        if grader is not single:
+            label += " (grouped)"
         receipt = _grade_variant(grader, case, patch, label, progress)
         result.variants.append(VariantResult(label, kind, receipt))
     result.problems.extend(_judge(case, result.variants))
@@ -134,7 +144,10 @@ def _judge(case: CaseSpec, variants: list[VariantResult]) -> list[str]:
                 )
     patterns = {tuple((o.scenario, o.status) for o in v.receipt.outcomes) for v in unmodified}
     if len(patterns) > 1:
-        problems.append("the unmodified workspace gave different verdicts on repeated runs (not deterministic)")
+        problems.append(
+            "the unmodified workspace gave different verdicts on repeated runs (not deterministic"
+            + (", or grouped launches judge differently from one launch per scenario)" if case.group_command else ")")
+        )
     for variant in variants:
         if variant.kind == "reference" and not variant.receipt.passed:
             failing = [o.scenario for o in variant.receipt.outcomes if o.status != "pass"]

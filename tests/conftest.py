@@ -16,6 +16,7 @@ from gym_trainfail.sandbox import backend_status
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ECHO_CASE = FIXTURES / "cases" / "echo_case"
+ECHO_GROUP_CASE = FIXTURES / "cases" / "echo_group_case"
 
 
 def pytest_configure(config: pytest.Config) -> None:

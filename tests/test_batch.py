@@ -39,7 +39,7 @@ from gym_trainfail.errors import SandboxUnavailableError, TrainFailError
 from gym_trainfail.grading import Grader, apply_patch
 from gym_trainfail.runtimes import Runtime
 from tests.batch_support import REPO, register_chaos_agent
-from tests.conftest import ECHO_CASE
+from tests.conftest import ECHO_CASE, ECHO_GROUP_CASE
 
 
 @pytest.fixture
@@ -328,6 +328,46 @@ def test_the_oracle_cache_computes_each_oracle_once_without_changing_verdicts(
     assert all(len(seen) == 1 for seen in nonces.values()), "each scenario's oracle must be computed once"
     assert all(o.metrics["oracle_saw"] == [] for o in receipts[0].outcomes), "oracles run without any revision"
     assert [r.status for r in receipts] == ["fail", "pass", "fail"]
+
+
+def test_scenario_groups_give_the_same_verdicts_and_fall_back_on_their_own(
+    tmp_path: Path, echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None
+) -> None:
+    case = load_case(ECHO_GROUP_CASE)
+    revisions = _echo_revisions(echo_case, tmp_path / "revisions")
+    grouped = Grader(case, sandbox="bwrap", cache=False, runtime=runtime)
+    single = Grader(case, sandbox="bwrap", cache=False, runtime=runtime, group_scenarios=False)
+    assert [[s.name for s in unit] for unit in grouped.partition(case.scenarios)] == [
+        ["runs", "answer", "answer-alone"],
+        ["answer-on-two"],
+    ]
+    receipts = []
+    for revision in revisions:
+        one, other = grouped.grade_dir(revision), single.grade_dir(revision)
+        assert [(o.scenario, o.status, o.reason) for o in one.outcomes] == [
+            (o.scenario, o.status, o.reason) for o in other.outcomes
+        ]
+        assert not any(o.grouped for o in other.outcomes)
+        receipts.append(one)
+    assert [r.status for r in receipts] == ["fail", "pass", "fail"]
+    outcomes = {o.scenario: o for o in receipts[1].outcomes}
+    # the group's two judged scenarios came from one launch; the one it skipped ran alone
+    assert outcomes["runs"].grouped and outcomes["answer"].grouped
+    assert outcomes["runs"].metrics["launch"] == outcomes["answer"].metrics["launch"]
+    assert not outcomes["answer-alone"].grouped and outcomes["answer-alone"].attempts == 2
+    assert outcomes["answer-alone"].metrics["launch"] != outcomes["runs"].metrics["launch"]
+    assert not outcomes["answer-on-two"].grouped, "a one-scenario unit runs with the one-scenario protocol"
+    assert all(o.device_seconds > 0 for o in outcomes.values())
+    assert all(o.metrics["harnesslib"] for o in outcomes.values()), "harness support code is mounted"
+
+    # a group launch that dies without outcomes decides nothing: every scenario runs alone
+    crashing = tmp_path / "revisions" / "reference-crash"
+    shutil.copytree(revisions[1], crashing)
+    (crashing / "crash-group").write_text("")
+    receipt = grouped.grade_dir(crashing)
+    assert receipt.status == "pass"
+    assert not any(o.grouped for o in receipt.outcomes)
+    assert [o.attempts for o in receipt.outcomes] == [2, 2, 2, 1]
 
 
 # -- adjudication helpers ---------------------------------------------------------------------

@@ -58,6 +58,15 @@ def test_case_is_admitted(case_id: str, runtime: Runtime, bwrap_usable: None) ->
     assert len(unmodified) == 2
     patterns = [[(o.scenario, o.status) for o in v.receipt.outcomes] for v in unmodified]
     assert patterns[0] == patterns[1]
+    case = get_case(case_id)
+    if case.group_command:
+        # the second repeat was graded in scenario groups, and every scenario of a group of two
+        # or more was judged in its group (none had to fall back to a launch of its own)
+        units = Grader(case, sandbox="bwrap").partition(case.scenarios)
+        in_groups = {s.name for unit in units if len(unit) > 1 for s in unit}
+        assert in_groups, "a grouping case must have a group of two or more scenarios"
+        assert {o.scenario for o in unmodified[1].receipt.outcomes if o.grouped} == in_groups
+        assert not any(o.grouped for o in unmodified[0].receipt.outcomes)
 
 
 @pytest.mark.parametrize(
@@ -89,3 +98,7 @@ def test_ddp_failure_margins(runtime: Runtime, bwrap_usable: None) -> None:
                 assert worst <= 1e-5, (variant.label, outcome.scenario, worst)
             else:
                 assert worst > 1e-2, (variant.label, outcome.scenario, worst)
+    # one launch per scenario (repeat 1) and warm grouped launches (repeat 2) measure the same run
+    first, second = (v.receipt.outcomes for v in result.variants if v.kind == "unmodified")
+    for one, other in zip(first, second, strict=True):
+        assert other.metrics["max_rel_l2_grad"] == pytest.approx(one.metrics["max_rel_l2_grad"], rel=1e-6, abs=1e-9)

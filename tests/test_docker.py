@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,7 +29,7 @@ import requests.exceptions
 
 from gym_trainfail import images
 from gym_trainfail.arms import get_arm
-from gym_trainfail.cases import CaseSpec
+from gym_trainfail.cases import CaseSpec, load_case
 from gym_trainfail.devices import DevicePool
 from gym_trainfail.env import TrainFailEnv
 from gym_trainfail.errors import SandboxLostError, SandboxUnavailableError
@@ -66,6 +67,7 @@ from gym_trainfail.sandbox.docker_engine import (
     owner_label,
 )
 from gym_trainfail.sandbox.environment import sandbox_env
+from tests.conftest import ECHO_GROUP_CASE
 
 ISOLATING = ["bwrap", pytest.param("docker", marks=pytest.mark.docker)]
 SMALL = Limits(memory_bytes=GiB, pids=256, output_bytes=4000)
@@ -528,3 +530,18 @@ def test_echo_case_grades_the_same_under_both_backends(
         receipt = Grader(echo_case, sandbox=backend, cache=False).grade_dir(workspace)
         statuses[backend] = [(o.scenario, o.status) for o in receipt.outcomes]
     assert statuses["docker"] == statuses["bwrap"], json.dumps(statuses)
+
+
+def test_scenario_groups_grade_the_same_under_both_backends(
+    control_image: RuntimeImage, runtime: Runtime, bwrap_usable: None, tmp_path: Path
+) -> None:
+    case = load_case(ECHO_GROUP_CASE)
+    workspace = tmp_path / "revision"
+    shutil.copytree(case.workspace_dir, workspace)
+    seen = {}
+    for backend in ("bwrap", "docker"):
+        receipt = Grader(case, sandbox=backend, cache=False).grade_dir(workspace)
+        seen[backend] = [(o.scenario, o.status, o.grouped, o.metrics["harnesslib"]) for o in receipt.outcomes]
+    assert seen["docker"] == seen["bwrap"], json.dumps(seen)
+    assert [grouped for _, _, grouped, _ in seen["docker"]] == [True, True, False, False]
+    assert all(mounted for *_, mounted in seen["docker"]), "/harnesslib is mounted in grading containers"

@@ -58,11 +58,21 @@ def play_remote(
 
 
 def reap_scratch() -> None:
-    """Remove scratch folders of tasks whose worker process died (a killed worker cannot clean up)."""
+    """Remove scratch folders of tasks whose worker process died (a killed worker cannot clean
+    up). Runs before every task on a node, and on the driver's node when a batch ends."""
     for folder in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*-*"):
         pid = folder.name[len(SCRATCH_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+        if pid.isdigit() and not _running(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not exited (a zombie awaiting its parent has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def pack(folder: Path) -> bytes:
@@ -150,6 +160,7 @@ class RayRunner:
         self._pending.clear()
         if self._owns_cluster:
             self.ray.shutdown()
+            reap_scratch()  # the private cluster ran on this node; its killed workers are gone now
 
 
 def _connect(ray: Any, address: str, workers: int | None) -> None:

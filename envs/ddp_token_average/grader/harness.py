@@ -1,8 +1,15 @@
-"""Grade one scenario of TrainFail/DDPTokenAverage-v0.
+"""Grade scenarios of TrainFail/DDPTokenAverage-v0.
 
 Run from the workspace root (the copy under test):
 
     python <case>/grader/harness.py --scenario scenario.json --out outcome.json
+    python <case>/grader/harness.py --scenarios scenarios.json --out-dir OUTCOMES
+
+The second form grades a group of scenarios (one world size) in one launch: their ranks are
+forked from a warm launcher that imported torch and Transformers once, each scenario on its
+own copy of the workspace, and each outcome goes to ``OUTCOMES/<scenario>.json``. A scenario
+the group could not judge (the launcher died, a retry) gets no outcome; the gym then grades
+it on its own.
 
 Draws the scenario's data, launches the pipeline the README way (torchrun -m sft.train) with
 an observer injected through PYTHONPATH, recomputes each recorded update's gradient as the
@@ -26,6 +33,7 @@ import shutil
 import sys
 import tempfile
 import time
+import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,9 +42,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tokgrade import datagen  # noqa: E402
 from tokgrade.grading import grade_records  # noqa: E402
-from tokgrade.launch import RunPaths, RunResult, log_tail, run_training  # noqa: E402
+from tokgrade.launch import (  # noqa: E402
+    PRELOAD,
+    RunPaths,
+    RunResult,
+    WarmLauncher,
+    launcher_env,
+    log_tail,
+    run_training,
+)
 from tokgrade.observations import load_records, missing_ranks  # noqa: E402
-from tokgrade.scenario import Scenario, load_scenario  # noqa: E402
+from tokgrade.scenario import Scenario, load_scenario, scenario_from_dict  # noqa: E402
 
 # torch 2.13's gloo can abort a rank during interpreter teardown; not a verdict.
 GLOO_EXIT_ABORT = "terminate called without an active exception"
@@ -81,7 +97,11 @@ def no_records_outcome(
 
 
 def run_scenario(
-    scenario: Scenario, workspace: Path, scratch: Path, t_begin: float
+    scenario: Scenario,
+    workspace: Path,
+    scratch: Path,
+    t_begin: float,
+    launcher: WarmLauncher | None = None,
 ) -> tuple[Outcome, Path]:
     """Prepare data, train, grade; returns the outcome and the job log."""
     paths = RunPaths(
@@ -92,7 +112,7 @@ def run_scenario(
     )
     records = datagen.generate(scenario.data)
     datagen.write_jsonl(records, paths.data)
-    result = run_training(scenario, paths, workspace)
+    result = run_training(scenario, paths, workspace, launcher)
     timings = {"launch_s": result.t_start - t_begin, "run_s": result.t_end - result.t_start}
     missing = missing_ranks(paths.observations, scenario.world_size)
     if missing:
@@ -119,25 +139,75 @@ def run_scenario(
     return Outcome(status, reason[:480], grade.metrics, timings), paths.log
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the harness protocol."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenario", type=Path, required=True)
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args(argv)
+def write_outcome(path: Path, name: str, outcome: Outcome) -> None:
+    """The protocol's outcome JSON (timings rounded)."""
+    outcome.timings = {k: round(v, 3) for k, v in outcome.timings.items()}
+    path.write_text(json.dumps(asdict(outcome), indent=2) + "\n", encoding="utf-8")
+    print(f"{name}: {outcome.status}: {outcome.reason}")
+
+
+def grade_one(scenario_file: Path, out: Path) -> None:
+    """One scenario, one torchrun launch."""
     t_begin = time.time()
-    scenario = load_scenario(args.scenario)
+    scenario = load_scenario(scenario_file)
     scratch = Path(tempfile.mkdtemp(prefix=f"tokavg-{scenario.name}-"))
     try:
         outcome, log = run_scenario(scenario, Path.cwd(), scratch, t_begin)
         if log.exists():
-            shutil.copyfile(log, args.out.with_suffix(".train.log"))
+            shutil.copyfile(log, out.with_suffix(".train.log"))
     finally:
         if not os.environ.get("TRAINFAIL_KEEP_SCRATCH"):
             shutil.rmtree(scratch, ignore_errors=True)
-    outcome.timings = {k: round(v, 3) for k, v in outcome.timings.items()}
-    args.out.write_text(json.dumps(asdict(outcome), indent=2) + "\n", encoding="utf-8")
-    print(f"{scenario.name}: {outcome.status}: {outcome.reason}")
+    outcome.timings["total_s"] = time.time() - t_begin
+    write_outcome(out, scenario.name, outcome)
+
+
+def grade_group(scenarios_file: Path, out_dir: Path) -> None:
+    """Every scenario of the group through one warm launcher, each on a fresh workspace copy."""
+    requests = json.loads(scenarios_file.read_text(encoding="utf-8"))
+    scenarios = [scenario_from_dict(r) for r in requests]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="tokavg-group-"))
+    try:
+        t0 = time.time()
+        with WarmLauncher(PRELOAD, launcher_env(scenarios[0].backend), root / "launcher.log") as launcher:
+            preload_s = time.time() - t0
+            for index, scenario in enumerate(scenarios):
+                t_begin = time.time()
+                scratch = root / scenario.name
+                shutil.copytree(Path.cwd(), scratch / "workspace", symlinks=True)
+                try:
+                    outcome, log = run_scenario(scenario, scratch / "workspace", scratch, t_begin, launcher)
+                except Exception:  # no outcome: the gym grades this scenario on its own
+                    traceback.print_exc()
+                    continue
+                if log.exists():
+                    shutil.copyfile(log, out_dir / f"{scenario.name}.train.log")
+                shutil.rmtree(scratch, ignore_errors=True)
+                if outcome.status == "retry":
+                    continue
+                outcome.timings["group_preload_s"] = preload_s
+                outcome.timings["total_s"] = time.time() - t_begin + (preload_s if index == 0 else 0.0)
+                write_outcome(out_dir / f"{scenario.name}.json", scenario.name, outcome)
+    finally:
+        if not os.environ.get("TRAINFAIL_KEEP_SCRATCH"):
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the harness protocol."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", type=Path)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--scenarios", type=Path)
+    parser.add_argument("--out-dir", type=Path)
+    args = parser.parse_args(argv)
+    if args.scenarios and args.out_dir:
+        grade_group(args.scenarios, args.out_dir)
+    elif args.scenario and args.out:
+        grade_one(args.scenario, args.out)
+    else:
+        parser.error("give --scenario and --out, or --scenarios and --out-dir")
     return 0
 
 

@@ -1,8 +1,14 @@
-"""Grader harness for TrainFail/FSDPSourceCoherence-v0 (one scenario per invocation).
+"""Grader harness for TrainFail/FSDPSourceCoherence-v0.
 
     cd <workspace copy> && python <case>/grader/harness.py --scenario s.json --out o.json
     python harness.py --scenario s.json --out-dir DIR           # oracle only (grader.oracle_command)
     python harness.py --scenario s.json --out o.json --oracle DIR   # grade with a cached oracle
+    python harness.py --scenarios list.json --out-dir OUTCOMES [--oracle ROOT]   # a scenario group
+
+A scenario group (grader.group_command) grades each scenario as below on its own copy of the
+workspace, with the pipeline's ranks forked from a warm launcher that imported torch and
+Transformers once (/harnesslib/warm_launch.py); cached oracles are at ROOT/<scenario>. A
+scenario the group could not judge gets no outcome and is graded on its own by the gym.
 
 1. Oracle launch (one torchrun): publish both authentic sources A and B, then run the frozen
    recipe from each, every rank loading the same source -> two same-topology oracles. It
@@ -31,6 +37,7 @@ import sys
 import tempfile
 import time
 import tomllib
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +48,14 @@ sys.path.insert(0, str(HERE))
 import compare  # noqa: E402
 import sources  # noqa: E402
 from recipe import STEPS  # noqa: E402
+
+# The gym mounts its harness support code here (outside the gym: put it on PYTHONPATH).
+sys.path.append("/harnesslib")
+from warm_launch import WarmLauncher  # noqa: E402
+
+#: What the pipeline imports that costs start-up time; a group's warm launcher imports it once.
+PRELOAD = ["torch", "torch.distributed", "torch.distributed.fsdp", "torch.distributed.checkpoint.state_dict",
+           "transformers", "transformers.models.gpt_neox.modeling_gpt_neox", "safetensors.torch", "yaml"]
 
 # torch 2.13 + gloo can abort in interpreter teardown after all work is done (FIELD-NOTES).
 _EXIT_ABORT_MARKERS = ("terminate called without an active exception", "SIGABRT", "Signal 6")
@@ -64,7 +79,10 @@ class Scenario:
 
     @classmethod
     def load(cls, path: Path) -> Scenario:
-        raw = json.loads(path.read_text())
+        return cls.from_request(json.loads(path.read_text()))
+
+    @classmethod
+    def from_request(cls, raw: dict[str, Any]) -> Scenario:
         params = raw.get("params", {})
         return cls(
             name=raw["name"], kind=raw["kind"], devices=int(raw["devices"]),
@@ -163,14 +181,29 @@ def lay_out_caches(scenario: Scenario, work: Path, published: Path) -> dict[str,
     }
 
 
-def run_pipeline(scenario: Scenario, work: Path, overrides: dict[str, str], deadline: float) -> Launch:
-    """The README's launch command, with the probe injected through sitecustomize."""
+def run_pipeline(scenario: Scenario, work: Path, overrides: dict[str, str], deadline: float,
+                 workspace: Path, launcher: WarmLauncher | None = None) -> Launch:
+    """The README's launch command, with the probe injected through sitecustomize (or, from a
+    warm launcher, installed in each rank before the pipeline starts)."""
     env = base_env(scenario)
     env.update(PYTHONPATH=str(HERE / "observer"), TRAINFAIL_PROBE_DIR=str(work / "probe"),
                TRAINFAIL_PROBE_STEPS=str(STEPS))
-    args = [f"--nproc_per_node={scenario.devices}", "-m", "ftpipe.train", "--config", "configs/finetune.yaml",
-            *(f"{k}={v}" for k, v in overrides.items())]
-    return torchrun(args, Path.cwd(), env, work / "pipeline.log", _left(deadline))
+    args = ["--config", "configs/finetune.yaml", *(f"{k}={v}" for k, v in overrides.items())]
+    log = work / "pipeline.log"
+    if launcher is None:
+        return torchrun([f"--nproc_per_node={scenario.devices}", "-m", "ftpipe.train", *args],
+                        workspace, env, log, _left(deadline))
+    reply = launcher.launch("ftpipe.train", args, scenario.devices, workspace, env, log, _left(deadline),
+                            setup="trainfail_probe:install")
+    return Launch(rc=reply["returncode"], spawned=float(reply["started"]), ended=float(reply["ended"]),
+                  log_tail=log.read_text(errors="replace")[-20000:] if log.exists() else "")
+
+
+def launcher_env(scenario: Scenario) -> dict[str, str]:
+    """A warm launcher's environment: the ranks' one without the probe's switches."""
+    env = base_env(scenario)
+    env.update(PYTHONPATH=str(HERE / "observer"))
+    return env
 
 
 def launch_problem(launch: Launch, record: compare.RunRecord | None, what: str) -> tuple[str, str] | None:
@@ -250,7 +283,8 @@ def make_oracles(scenario: Scenario, root: Path, deadline: float) -> str | None:
     return None
 
 
-def grade(scenario: Scenario, work: Path, started: float, cached: Path | None) -> Outcome:
+def grade(scenario: Scenario, work: Path, started: float, cached: Path | None,
+          workspace: Path | None = None, launcher: WarmLauncher | None = None) -> Outcome:
     """Run the whole protocol for one scenario inside `work`, within its timeout."""
     t0 = time.time()
     deadline = started + scenario.timeout_s - _VERDICT_MARGIN_S
@@ -264,7 +298,7 @@ def grade(scenario: Scenario, work: Path, started: float, cached: Path | None) -
     timings = {"oracle_s": 0.0 if cached else time.time() - t0}
 
     overrides = lay_out_caches(scenario, work, oracle_root / "published")
-    pipeline = run_pipeline(scenario, work, overrides, deadline)
+    pipeline = run_pipeline(scenario, work, overrides, deadline, workspace or Path.cwd(), launcher)
     record = compare.load_record(work / "probe", scenario.devices)
     timings.update(launch_s=pipeline.spawned - t0, run_total_s=pipeline.ended - pipeline.spawned)
     if record is not None:
@@ -290,15 +324,56 @@ def oracle_only(scenario: Scenario, out_dir: Path) -> int:
     return 0 if problem is None else 1
 
 
+def grade_group(scenarios_file: Path, out_dir: Path, oracle_root: Path | None) -> None:
+    """Every scenario of the group through one warm launcher, each on a fresh workspace copy."""
+    scenarios = [Scenario.from_request(r) for r in json.loads(scenarios_file.read_text())]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="fsdp-source-group-"))
+    try:
+        t0 = time.time()
+        with WarmLauncher(PRELOAD, launcher_env(scenarios[0]), root / "launcher.log") as launcher:
+            preload_s = time.time() - t0
+            for index, scenario in enumerate(scenarios):
+                started = time.time()
+                work = root / scenario.name
+                shutil.copytree(Path.cwd(), work / "workspace", symlinks=True)
+                cached = oracle_root / scenario.name if oracle_root else None
+                try:
+                    outcome = grade(scenario, work, started, cached, work / "workspace", launcher)
+                except Exception:  # no outcome: the gym grades this scenario on its own
+                    traceback.print_exc()
+                    continue
+                finally:
+                    if not os.environ.get("TRAINFAIL_KEEP_WORK"):
+                        shutil.rmtree(work, ignore_errors=True)
+                if outcome.status == "retry":
+                    continue
+                outcome.timings["group_preload_s"] = preload_s
+                outcome.timings["total_s"] = time.time() - started + (preload_s if index == 0 else 0.0)
+                outcome.metrics["scenario"] = scenario.name
+                outcome.write(out_dir / f"{scenario.name}.json")
+                print(f"{scenario.name}: {outcome.status} - {outcome.reason}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scenario", type=Path, required=True)
+    scenario = parser.add_mutually_exclusive_group(required=True)
+    scenario.add_argument("--scenario", type=Path)
+    scenario.add_argument("--scenarios", type=Path, help="a scenario group (list of scenario requests)")
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--out", type=Path, help="grade the workspace in the working directory")
-    mode.add_argument("--out-dir", type=Path, help="only compute the oracle, into this folder")
+    mode.add_argument("--out-dir", type=Path, help="only compute the oracle, into this folder (with --scenarios: "
+                                                   "the folder for the group's outcomes)")
     parser.add_argument("--oracle", type=Path, help="a folder made by --out-dir, instead of computing it")
     args = parser.parse_args()
     started = time.time()
+    if args.scenarios is not None:
+        if args.out_dir is None:
+            parser.error("--scenarios needs --out-dir")
+        grade_group(args.scenarios, args.out_dir, args.oracle)
+        return
     scenario = Scenario.load(args.scenario)
     if args.out_dir is not None:
         sys.exit(oracle_only(scenario, args.out_dir))

@@ -1,6 +1,13 @@
-"""Grade one scenario of TrainFail/TPClipGradNorm-v0.
+"""Grade scenarios of TrainFail/TPClipGradNorm-v0.
 
     python harness.py --scenario scenario.json --out outcome.json [--workspace DIR]
+    python harness.py --scenarios scenarios.json --out-dir OUTCOMES [--workspace DIR]
+
+The second form grades a group of scenarios in one launch: a warm launcher imports torch,
+DeepSpeed and megatron-core once and forks each scenario's ranks from there (see
+``warm_launch.py``), each scenario on its own copy of the workspace and its own scratch
+folder, and writes ``OUTCOMES/<scenario>.json``. A scenario the group could not judge
+(the launcher died, a gloo exit abort) gets no outcome there; the gym grades it on its own.
 
 Runs the workspace's training pipeline (README: ``torchrun ... -m surrogate.train``) on
 grader-owned initial weights and data, reads the documented outputs (``metrics.jsonl``,
@@ -28,18 +35,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixtures import write_fixtures  # noqa: E402
 from observe import IncompleteRun, Observation, observe  # noqa: E402
 from oracle import reference_run  # noqa: E402
-from pipeline import RunResult, overrides, run_pipeline  # noqa: E402
+from pipeline import PRELOAD, RunResult, launch_env, overrides, run_pipeline  # noqa: E402
 from scenario import Scenario  # noqa: E402
 from verdict import Verdict, judge  # noqa: E402
+from warm_launch import WarmLauncher  # noqa: E402
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """``--scenario`` and ``--out`` (protocol), ``--workspace`` (default: the cwd)."""
-    parser = argparse.ArgumentParser(description="grade one TPClipGradNorm scenario")
-    parser.add_argument("--scenario", required=True, type=Path)
-    parser.add_argument("--out", required=True, type=Path)
+    """``--scenario``/``--out`` or ``--scenarios``/``--out-dir`` (protocol), ``--workspace``
+    (default: the cwd)."""
+    parser = argparse.ArgumentParser(description="grade TPClipGradNorm scenarios")
+    parser.add_argument("--scenario", type=Path)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--scenarios", type=Path)
+    parser.add_argument("--out-dir", type=Path)
     parser.add_argument("--workspace", type=Path, default=Path.cwd())
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if not ((args.scenario and args.out) or (args.scenarios and args.out_dir)):
+        parser.error("give --scenario and --out, or --scenarios and --out-dir")
+    return args
 
 
 def run_timings(run: RunResult, obs: Observation | None) -> dict[str, float | None]:
@@ -74,14 +88,14 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def grade(sc: Scenario, workspace: Path, scratch: Path,
-          keep_log: Path) -> tuple[Verdict, dict[str, Any]]:
+def grade(sc: Scenario, workspace: Path, scratch: Path, keep_log: Path,
+          launcher: WarmLauncher | None = None) -> tuple[Verdict, dict[str, Any]]:
     """Fixtures -> run -> observe -> reference -> verdict, with timings."""
     t0 = time.time()
     fx = write_fixtures(sc, scratch)
     out_dir = scratch / "outputs"
     launch_s = time.time() - t0
-    run = run_pipeline(sc, workspace, overrides(sc, fx, out_dir), scratch / "run.log")
+    run = run_pipeline(sc, workspace, overrides(sc, fx, out_dir), scratch / "run.log", launcher)
     shutil.copyfile(run.log_path, keep_log)  # beside the outcome, for whoever reads it
     try:
         obs: Observation | None = observe(out_dir / sc.name, sc.steps, sc.tp)
@@ -98,9 +112,16 @@ def grade(sc: Scenario, workspace: Path, scratch: Path,
     return verdict, timings
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Grade the scenario and write the outcome JSON."""
-    args = parse_args(argv)
+def write_outcome(path: Path, verdict: Verdict, timings: dict[str, Any]) -> None:
+    """The protocol's outcome JSON."""
+    outcome = json_safe({"status": verdict.status, "reason": verdict.reason,
+                         "metrics": verdict.metrics, "timings": timings})
+    path.write_text(json.dumps(outcome, indent=2, default=str) + "\n", encoding="utf-8")
+    print(json.dumps({"scenario": path.stem, "status": verdict.status, "reason": verdict.reason}))
+
+
+def grade_one(args: argparse.Namespace) -> None:
+    """One scenario, one torchrun launch."""
     started = time.time()
     try:
         sc = Scenario.from_json(args.scenario)
@@ -111,10 +132,52 @@ def main(argv: list[str] | None = None) -> None:
         traceback.print_exc()
         verdict, timings = Verdict("fail", f"harness error: {type(err).__name__}: {err}"), {}
     timings["total_s"] = round(time.time() - started, 3)
-    outcome = json_safe({"status": verdict.status, "reason": verdict.reason,
-                         "metrics": verdict.metrics, "timings": timings})
-    args.out.write_text(json.dumps(outcome, indent=2, default=str) + "\n", encoding="utf-8")
-    print(json.dumps({"status": verdict.status, "reason": verdict.reason}))
+    write_outcome(args.out, verdict, timings)
+
+
+def grade_group(args: argparse.Namespace) -> None:
+    """Every scenario of the group through one warm launcher, each on a fresh workspace copy.
+
+    The group shares a topology, so one backend; a scenario whose grading raised, or that
+    asks to be retried, is left without an outcome so that it is graded on its own.
+    """
+    requests = json.loads(args.scenarios.read_text(encoding="utf-8"))
+    scenarios = [Scenario.from_request(r) for r in requests]
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="tpclip-group-") as tmp:
+        root = Path(tmp)
+        t0 = time.time()
+        with WarmLauncher(PRELOAD, launch_env(scenarios[0].backend), root / "launcher.log") as launcher:
+            preload_s = round(time.time() - t0, 3)
+            for index, sc in enumerate(scenarios):
+                started = time.time()
+                scratch = root / sc.name
+                workspace = scratch / "workspace"
+                scratch.mkdir()
+                shutil.copytree(args.workspace.resolve(), workspace, symlinks=True)
+                try:
+                    verdict, timings = grade(sc, workspace, scratch,
+                                             args.out_dir / f"{sc.name}.run.log", launcher)
+                except Exception:  # no outcome: the gym grades this scenario on its own
+                    traceback.print_exc()
+                    continue
+                finally:
+                    shutil.rmtree(scratch, ignore_errors=True)
+                if verdict.status == "retry":
+                    continue
+                timings["group_preload_s"] = preload_s
+                elapsed = time.time() - started
+                timings["total_s"] = round(elapsed + (preload_s if index == 0 else 0.0), 3)
+                write_outcome(args.out_dir / f"{sc.name}.json", verdict, timings)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Grade the scenario (or the group) and write the outcome JSON."""
+    args = parse_args(argv)
+    if args.scenarios:
+        grade_group(args)
+    else:
+        grade_one(args)
 
 
 if __name__ == "__main__":

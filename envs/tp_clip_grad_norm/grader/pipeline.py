@@ -12,6 +12,10 @@ from pathlib import Path
 from fixtures import Fixtures
 from scenario import Scenario
 
+# The gym mounts its harness support code here (outside the gym: put it on PYTHONPATH).
+sys.path.append("/harnesslib")
+from warm_launch import WarmLauncher  # noqa: E402
+
 BASE_CONFIG = "configs/tp2.yaml"
 # torch 2.13's gloo can abort in static destructors after all Python code has run.
 EXIT_ABORT_MARKER = "terminate called without an active exception"
@@ -65,18 +69,41 @@ def overrides(sc: Scenario, fx: Fixtures, output_dir: Path) -> list[str]:
     ]
 
 
+#: What ``torchrun`` runs on every rank: ``python -m surrogate.train --config BASE ...``.
+MODULE = "surrogate.train"
+#: Libraries a warm launcher imports once for a scenario group (what the pipeline imports).
+PRELOAD = ["torch", "torch.distributed", "deepspeed", "megatron.core",
+           "megatron.core.parallel_state", "megatron.core.tensor_parallel", "yaml"]
+
+
 def command(sc: Scenario, args: list[str]) -> list[str]:
     """``torchrun --standalone --nproc_per_node=TP -m surrogate.train --config ...``."""
     return [sys.executable, "-m", "torch.distributed.run", "--standalone",
-            f"--nproc_per_node={sc.tp}", "-m", "surrogate.train", "--config", BASE_CONFIG, *args]
+            f"--nproc_per_node={sc.tp}", "-m", MODULE, "--config", BASE_CONFIG, *args]
 
 
-def run_pipeline(sc: Scenario, workspace: Path, args: list[str], log_path: Path) -> RunResult:
-    """Run the job to completion or until the scenario's timeout, killing its whole group."""
+def launch_env(backend: str) -> dict[str, str]:
+    """The environment the job's ranks run with."""
     env = dict(os.environ)
-    env["TRAINFAIL_BACKEND"] = sc.backend
+    env["TRAINFAIL_BACKEND"] = backend
     env.setdefault("OMP_NUM_THREADS", "1")
     env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def run_pipeline(sc: Scenario, workspace: Path, args: list[str], log_path: Path,
+                 launcher: WarmLauncher | None = None) -> RunResult:
+    """Run the job to completion or until the scenario's timeout, killing its whole group.
+
+    With a ``launcher`` (scenario groups) the ranks are forked from its warm server instead
+    of a fresh ``torchrun``; same module, arguments and rank environment.
+    """
+    env = launch_env(sc.backend)
+    if launcher is not None:
+        reply = launcher.launch(MODULE, ["--config", BASE_CONFIG, *args], sc.tp, workspace, env,
+                                log_path, sc.run_timeout_s)
+        return RunResult(reply["returncode"], bool(reply["timed_out"]), float(reply["started"]),
+                         float(reply["ended"]), log_path)
     started = time.time()
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(command(sc, args), cwd=workspace, env=env, stdout=log,

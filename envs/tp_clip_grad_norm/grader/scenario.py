@@ -42,8 +42,12 @@ class Scenario:
 
     @classmethod
     def from_json(cls, path: str | Path) -> Scenario:
+        """Build from a ``scenario.json`` file."""
+        return cls.from_request(json.loads(Path(path).read_text(encoding="utf-8")))
+
+    @classmethod
+    def from_request(cls, raw: dict[str, Any]) -> Scenario:
         """Build from ``{"name", "kind", "devices", "backend", "params": {...}}``."""
-        raw: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
         known = {f.name for f in fields(cls)}
         params = raw.get("params", {})
         unknown = set(params) - known

@@ -1,4 +1,9 @@
-"""Launch the workspace pipeline the way its README does, with the observer injected."""
+"""Launch the workspace pipeline the way its README does, with the observer injected.
+
+One scenario: a fresh ``torchrun``. A scenario group: ranks forked from a warm launcher that
+imported torch and Transformers once (``/harnesslib/warm_launch.py``), with the same module,
+arguments and environment, the observer installed in each rank before the pipeline starts.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tokgrade.scenario import Scenario
+
+# The gym mounts its harness support code here (outside the gym: put it on PYTHONPATH).
+sys.path.append("/harnesslib")
+from warm_launch import WarmLauncher  # noqa: E402
+
+#: What the pipeline imports that costs start-up time; a warm launcher imports it once.
+PRELOAD = [
+    "torch",
+    "torch.distributed",
+    "transformers",
+    "transformers.trainer",
+    "transformers.training_args",
+    "transformers.models.gpt_neox.modeling_gpt_neox",
+    "yaml",
+]
+MODULE = "sft.train"
+OBSERVER_SETUP = "update_observer:install_from_env"
 
 OBSERVE_DIR = Path(__file__).resolve().parent.parent / "observe"
 CONFIG = "configs/sft_tiny.yaml"
@@ -56,7 +78,14 @@ def training_command(scenario: Scenario, paths: RunPaths) -> list[str]:
         "--nproc_per_node",
         str(scenario.world_size),
         "-m",
-        "sft.train",
+        MODULE,
+        *training_args(scenario, paths),
+    ]
+
+
+def training_args(scenario: Scenario, paths: RunPaths) -> list[str]:
+    """The pipeline's arguments: the README config and the scenario's overrides."""
+    return [
         "--config",
         CONFIG,
         f"data.train_file={paths.data}",
@@ -68,6 +97,23 @@ def training_command(scenario: Scenario, paths: RunPaths) -> list[str]:
         "training.max_grad_norm=0.0",
         f"training.output_dir={paths.output}",
     ]
+
+
+def launcher_env(backend: str) -> dict[str, str]:
+    """What a warm launcher starts with: the ranks' environment minus the observer's
+    switches (a library may read a variable at import time, so these must match)."""
+    env = dict(os.environ)
+    python_path = [str(OBSERVE_DIR)]
+    if env.get("PYTHONPATH"):
+        python_path.append(env["PYTHONPATH"])
+    env.update(
+        PYTHONPATH=os.pathsep.join(python_path),
+        TRAINFAIL_BACKEND=backend,
+        OMP_NUM_THREADS="1",
+        HF_HUB_OFFLINE="1",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
 
 
 def training_env(scenario: Scenario, paths: RunPaths) -> dict[str, str]:
@@ -89,8 +135,27 @@ def training_env(scenario: Scenario, paths: RunPaths) -> dict[str, str]:
     return env
 
 
-def run_training(scenario: Scenario, paths: RunPaths, workspace: Path) -> RunResult:
+def run_training(
+    scenario: Scenario, paths: RunPaths, workspace: Path, launcher: WarmLauncher | None = None
+) -> RunResult:
     """Run the job to completion or to the scenario's time limit (then kill its group)."""
+    if launcher is not None:
+        reply = launcher.launch(
+            MODULE,
+            training_args(scenario, paths),
+            scenario.world_size,
+            workspace,
+            training_env(scenario, paths),
+            paths.log,
+            scenario.train_timeout_s,
+            setup=OBSERVER_SETUP,
+        )
+        return RunResult(
+            returncode=reply["returncode"],
+            timed_out=bool(reply["timed_out"]),
+            t_start=float(reply["started"]),
+            t_end=float(reply["ended"]),
+        )
     t_start = time.time()
     with open(paths.log, "wb") as log:
         proc = subprocess.Popen(
