@@ -118,19 +118,11 @@ def launcher_env(backend: str) -> dict[str, str]:
 
 def training_env(scenario: Scenario, paths: RunPaths) -> dict[str, str]:
     """The sandbox environment plus the observer's switches."""
-    env = dict(os.environ)
-    python_path = [str(OBSERVE_DIR)]
-    if env.get("PYTHONPATH"):
-        python_path.append(env["PYTHONPATH"])
+    env = launcher_env(scenario.backend)
     env.update(
-        PYTHONPATH=os.pathsep.join(python_path),
         TRAINFAIL_OBSERVE_DIR=str(paths.observations),
         TRAINFAIL_OBSERVE_STEPS=str(scenario.steps),
-        TRAINFAIL_BACKEND=scenario.backend,
         TRAINFAIL_DEVICES=str(scenario.world_size),
-        OMP_NUM_THREADS="1",
-        HF_HUB_OFFLINE="1",
-        PYTHONUNBUFFERED="1",
     )
     return env
 
