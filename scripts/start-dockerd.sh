@@ -37,14 +37,27 @@ running_pid() {
   [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null && cat "$pidfile"
 }
 
+# dockerd can leave its data root mounted over itself after it exits; unmount what is left
+# under the state directory (deepest first) so that the directory can be removed.
+release_mounts() {
+  awk -v root="$state/" 'index($5, root) == 1 || $5 == substr(root, 1, length(root) - 1) { print $5 }' \
+    /proc/self/mountinfo | sort -r | while read -r target; do
+    umount "$target" 2>/dev/null || umount -l "$target" 2>/dev/null || say "could not unmount $target"
+  done
+}
+
 if [ "$stop" = 1 ]; then
   if pid="$(running_pid)"; then
     say "stopping dockerd $pid ($state)"
     kill -TERM "$pid"
-    for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || exit 0; sleep 0.5; done
-    say "dockerd $pid did not stop within 30 s; killing it"
-    kill -KILL "$pid" 2>/dev/null || true
+    for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    if kill -0 "$pid" 2>/dev/null; then
+      say "dockerd $pid did not stop within 30 s; killing it"
+      kill -KILL "$pid" 2>/dev/null || true
+      sleep 1
+    fi
   fi
+  release_mounts
   exit 0
 fi
 
