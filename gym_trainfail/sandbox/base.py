@@ -16,6 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
 
+from gym_trainfail.errors import SandboxLostError
 from gym_trainfail.runtimes import Runtime
 
 #: Where the workspace appears inside isolating sandboxes.
@@ -131,6 +132,11 @@ class Sandbox(abc.ABC):
     @abc.abstractmethod
     def check_alive(self) -> None:
         """Raise :class:`~gym_trainfail.errors.SandboxLostError` if the sandbox has died."""
+
+    def require_workspace(self) -> None:
+        """Raise :class:`~gym_trainfail.errors.SandboxLostError` if the host workspace is gone."""
+        if not self.host_workspace.is_dir():
+            raise SandboxLostError(f"the sandbox workspace {self.host_workspace} no longer exists")
 
     def close(self) -> None:  # noqa: B027 - optional hook: most backends hold nothing between commands
         """Release what the sandbox holds (the host workspace is left in place)."""

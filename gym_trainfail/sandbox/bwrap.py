@@ -112,8 +112,7 @@ class BwrapSandbox(Sandbox):
         self.check_alive()
 
     def check_alive(self) -> None:
-        if not self.host_workspace.is_dir():
-            raise SandboxLostError(f"the sandbox workspace {self.host_workspace} no longer exists")
+        self.require_workspace()
         for path in self.config.runtime.readonly_paths():
             if not path.exists():
                 raise SandboxLostError(f"the runtime path {path} no longer exists")

@@ -540,8 +540,7 @@ class DockerSandbox(Sandbox):
         self._view = replace(config, runtime=self.image.container_runtime())
         self._lock = threading.Lock()
         reap_stale(self.engine, ctl_root())
-        if not self.host_workspace.is_dir():
-            raise SandboxLostError(f"the sandbox workspace {self.host_workspace} no longer exists")
+        self.require_workspace()
         self._adopt()
         self._box = SandboxContainer(self.engine, self.spec())
 
@@ -569,8 +568,7 @@ class DockerSandbox(Sandbox):
         )
 
     def check_alive(self) -> None:
-        if not self.host_workspace.is_dir():
-            raise SandboxLostError(f"the sandbox workspace {self.host_workspace} no longer exists")
+        self.require_workspace()
         try:
             self._box.check_running()
         except engine_errors() as exc:
@@ -587,8 +585,7 @@ class DockerSandbox(Sandbox):
         stdin: bytes | None = None,
     ) -> ExecResult:
         with self._lock:  # commands of one sandbox run one at a time: each ends by killing leftovers
-            if not self.host_workspace.is_dir():
-                raise SandboxLostError(f"the sandbox workspace {self.host_workspace} no longer exists")
+            self.require_workspace()
             self._adopt()
             environment = sandbox_env(self._view, WORKSPACE, devices, env, audit_fd=AUDIT_FD)
             gpus = tuple(d.index for d in devices if d.kind == "gpu")

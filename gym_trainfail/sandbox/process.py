@@ -13,7 +13,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from gym_trainfail.errors import SandboxLostError
 from gym_trainfail.sandbox.base import WORKSPACE, Device, ExecResult, Sandbox, SandboxConfig
 from gym_trainfail.sandbox.environment import sandbox_env
 from gym_trainfail.sandbox.process_runner import AuditChannel, run_limited
@@ -39,8 +38,7 @@ class ProcessSandbox(Sandbox):
         return str(self.host_workspace)
 
     def check_alive(self) -> None:
-        if not self.host_workspace.is_dir():
-            raise SandboxLostError(f"the sandbox workspace {self.host_workspace} no longer exists")
+        self.require_workspace()
 
     def host_path(self, path: str) -> str:
         """Map a path as isolating backends see it to the host path it stands for."""
