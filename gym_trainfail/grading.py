@@ -308,7 +308,7 @@ class Grader:
             label = f"grade-group-{len(group)}x{group[0].devices}"
             timeout = sum(s.timeout_s for s in group)
             _, lease = self._sandboxed(label, group[0].devices, timeout, workspace, io, argv, mounts)
-            raw = {s.name: _read_outcome(io / "outcomes" / f"{s.name}.json") for s in group}
+            raw = {s.name: read_json_object(io / "outcomes" / f"{s.name}.json") for s in group}
         weights = {name: _total_s(data) for name, data in raw.items()}
         if not all(weights.values()):
             weights = dict.fromkeys(raw, 1.0)
@@ -369,7 +369,7 @@ class Grader:
                 mounts = (Mount(self.oracles.folder(scenario), ORACLE_MOUNT),)
                 argv += ["--oracle", ORACLE_MOUNT]
             result, lease = self.run_harness(scenario, workspace, io, argv, mounts)
-            outcome = _read_outcome(io / "outcome.json")
+            outcome = read_json_object(io / "outcome.json")
         return _interpret(scenario, result, outcome, lease.device_seconds, lease.queue_wait_s)
 
     def run_harness(
@@ -543,7 +543,8 @@ def _total_s(outcome: dict[str, Any] | None) -> float:
     return max(float(value), 0.0) if _is_number(value) else 0.0
 
 
-def _read_outcome(path: Path) -> dict[str, Any] | None:
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``, or ``None`` when it is absent, unreadable or not an object."""
     try:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):

@@ -18,7 +18,7 @@ from gym_trainfail.batch.layout import RunLayout
 from gym_trainfail.batch.plan import BatchPlan, PlannedEpisode
 from gym_trainfail.batch.sourcemap import source_map
 from gym_trainfail.batch.status import Attempt, EpisodeStatus, read_status
-from gym_trainfail.grading import Receipt, write_json
+from gym_trainfail.grading import Receipt, read_json_object, write_json
 from gym_trainfail.hashing import bytes_digest
 from gym_trainfail.ledger import Event, iter_kind, read_events, summarize
 from gym_trainfail.revisions import RevisionLog, Tree
@@ -53,7 +53,7 @@ def adjudicate_episode(layout: RunLayout, planned: PlannedEpisode, *, force: boo
     status = read_status(layout, planned.id)
     fingerprint = _fingerprint(events, submitted, receipts, status)
     path = layout.adjudication(planned.id)
-    if not force and (previous := _load(path)) is not None and previous.get("inputs") == fingerprint:
+    if not force and (previous := read_json_object(path)) is not None and previous.get("inputs") == fingerprint:
         return previous
     revisions = []
     for item in submitted:
@@ -211,11 +211,3 @@ def _fingerprint(
         "status": status.to_json(),
     }
     return bytes_digest(json.dumps(parts, sort_keys=True, default=str).encode())
-
-
-def _load(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    return data if isinstance(data, dict) else None
