@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gym_trainfail.harnesslib.warm_launch import WarmLauncher
+from gym_trainfail.harnesslib.warm_launch import WarmLauncher, launch_cold
 from gym_trainfail.runtimes import Runtime
 
 PROBE = """
@@ -75,7 +75,7 @@ def test_ranks_get_torchrun_environment_fresh_entropy_and_their_own_cwd(project:
                 60,
                 setup="probe_setup:install",
             )
-            assert reply["returncode"] == 0 and not reply["timed_out"]
+            assert reply.returncode == 0 and not reply.timed_out
             ranks = [json.loads((project / f"rank{r}.json").read_text()) for r in (0, 1)]
             assert [r["RANK"] for r in ranks] == ["0", "1"] and {r["WORLD_SIZE"] for r in ranks} == {"2"}
             assert ranks[0]["MASTER_PORT"] == ranks[1]["MASTER_PORT"] and ranks[0]["MASTER_ADDR"] == "127.0.0.1"
@@ -94,15 +94,28 @@ def test_a_failing_rank_stops_the_others_and_a_hang_is_killed_at_the_timeout(pro
     with WarmLauncher([], dict(os.environ), project / "server.log") as launcher:
         started = time.monotonic()
         failed = launcher.launch("probe", ["fail"], 2, project, dict(os.environ), project / "fail.log", 120)
-        assert failed["returncode"] == 1 and not failed["timed_out"]
+        assert failed.returncode == 1 and not failed.timed_out
         assert time.monotonic() - started < 60, "rank 0 must be stopped when rank 1 fails, not waited for"
         assert "rank 1 exited with code 3" in (project / "fail.log").read_text()
         hung = launcher.launch("probe", ["hang"], 2, project, dict(os.environ), project / "hang.log", 2)
-        assert hung["timed_out"] and hung["returncode"] is None
+        assert hung.timed_out and hung.returncode is None
         # the server still serves after a timeout
         ok = launcher.launch("probe", ["ok"], 1, project, dict(os.environ), project / "ok.log", 60)
-        assert ok["returncode"] == 0
+        assert ok.returncode == 0
     assert not _probe_processes(project), "no rank outlives the launcher"
+
+
+def test_a_cold_launch_is_killed_with_its_whole_group_at_the_timeout(project: Path) -> None:
+    marker = f"trainfail-cold-{os.getpid()}"
+    argv = ["bash", "-c", f"echo begun; (exec -a {marker} sleep 300) & wait"]
+    started = time.monotonic()
+    hung = launch_cold(argv, project, dict(os.environ), project / "cold.log", 1)
+    assert hung.timed_out and hung.returncode is None and time.monotonic() - started < 30
+    assert (project / "cold.log").read_text() == "begun\n"
+    time.sleep(0.3)
+    assert not [p for p in Path("/proc").glob("[0-9]*") if marker.encode() in _cmdline(p)], "a child outlived it"
+    done = launch_cold(["bash", "-c", "exit 7"], project, dict(os.environ), project / "done.log", 30)
+    assert done.returncode == 7 and not done.timed_out and done.ended >= done.started
 
 
 def test_real_gloo_ranks_forked_after_torch_was_imported(project: Path, runtime: Runtime) -> None:
@@ -111,12 +124,19 @@ def test_real_gloo_ranks_forked_after_torch_was_imported(project: Path, runtime:
         for attempt in range(2):
             log = project / f"gloo{attempt}.log"
             reply = launcher.launch("gloo_job", [], 2, project, env, log, 120)
-            assert reply["returncode"] == 0, log.read_text()
+            assert reply.returncode == 0, log.read_text()
             # the two ranks share the log, so their lines may interleave
             assert sorted(re.findall(r"rank \d of \d: sum \d+", log.read_text())) == [
                 "rank 0 of 2: sum 3",
                 "rank 1 of 2: sum 3",
             ]
+
+
+def _cmdline(proc: Path) -> bytes:
+    try:
+        return (proc / "cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def _probe_processes(project: Path) -> list[int]:

@@ -24,6 +24,9 @@ Environment variables that a preloaded library reads at import time keep the ser
 values, so the server must be started with the environment the ranks would get
 (``OMP_NUM_THREADS`` above all). Like torchrun, the leader stops the other ranks when one
 exits with a non-zero code, and reports the first failure.
+
+:func:`launch_cold` is the one-scenario path (a fresh ``torchrun`` or any other command run to
+completion or its time limit); both paths answer with an :class:`Ended`.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ import sys
 import threading
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,10 +56,48 @@ from typing import Any
 STOP_GRACE_S = 10.0
 
 
+@dataclass(frozen=True)
+class Ended:
+    """How a launch ended: its exit code (``None`` when it was killed at its time limit) and
+    when it started and ended (epoch seconds)."""
+
+    returncode: int | None
+    started: float
+    ended: float
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+
+def launch_cold(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path, timeout_s: float) -> Ended:
+    """Run ``argv`` in a new session, output to ``log_path``, until it exits or ``timeout_s``
+    passes; then its whole process group is killed."""
+    started = time.time()
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            returncode: int | None = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            returncode = None
+    return Ended(returncode, started, time.time())
+
+
 class WarmLauncher:
     """The harness side: starts the server once and sends it one launch at a time."""
 
     def __init__(self, preload: list[str], env: dict[str, str], log_path: Path, python: str = sys.executable) -> None:
+        began = time.time()
         self._log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the server
         self.proc = subprocess.Popen(
             [python, str(Path(__file__).resolve()), "--serve", "--preload", ",".join(preload)],
@@ -72,7 +114,8 @@ class WarmLauncher:
         if ready.get("ready") is not True:
             self.close()
             raise RuntimeError(f"warm launcher did not start: {ready}")
-        self.preload_s = float(ready.get("preload_s", 0.0))
+        #: Seconds from spawning the server to its readiness (interpreter start and preloading).
+        self.startup_s = time.time() - began
 
     def _reply(self) -> dict[str, Any]:
         assert self.proc.stdout is not None
@@ -92,9 +135,8 @@ class WarmLauncher:
         log_path: Path,
         timeout_s: float,
         setup: str = "",
-    ) -> dict[str, Any]:
-        """Run ``python -m module args`` on ``nproc`` ranks; ``{"returncode", "timed_out",
-        "started", "ended"}`` (returncode ``None`` when the launch timed out).
+    ) -> Ended:
+        """Run ``python -m module args`` on ``nproc`` ranks until they exit or ``timeout_s``.
 
         ``setup`` (``"module:function"``) is called in each rank once its environment is in
         place and before ``module`` runs: what a ``sitecustomize`` on ``PYTHONPATH`` would do
@@ -113,7 +155,8 @@ class WarmLauncher:
         }
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
-        return self._reply()
+        reply = self._reply()
+        return Ended(reply["returncode"], float(reply["started"]), float(reply["ended"]))
 
     def close(self) -> None:
         """Stop the server (and anything it still runs)."""
@@ -288,17 +331,12 @@ def serve_one(request: dict[str, Any], channel: int) -> dict[str, Any]:
     while True:
         done, status = os.waitpid(leader, os.WNOHANG)
         if done:
-            return {
-                "returncode": os.waitstatus_to_exitcode(status),
-                "timed_out": False,
-                "started": started,
-                "ended": time.time(),
-            }
+            return {"returncode": os.waitstatus_to_exitcode(status), "started": started, "ended": time.time()}
         if time.monotonic() > deadline:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(leader, signal.SIGKILL)
             os.waitpid(leader, 0)
-            return {"returncode": None, "timed_out": True, "started": started, "ended": time.time()}
+            return {"returncode": None, "started": started, "ended": time.time()}
         time.sleep(0.05)
 
 
@@ -311,7 +349,6 @@ def serve(preload: list[str]) -> None:
     channel = os.dup(1)
     os.dup2(2, 1)
     replies = os.fdopen(channel, "w", buffering=1)
-    started = time.time()
     for name in preload:
         importlib.import_module(name)
     if threading.active_count() != 1:
@@ -320,7 +357,7 @@ def serve(preload: list[str]) -> None:
             json.dumps({"ready": False, "why": f"preloading left threads running: {names}"}), file=replies, flush=True
         )
         return
-    print(json.dumps({"ready": True, "preload_s": round(time.time() - started, 3)}), file=replies, flush=True)
+    print(json.dumps({"ready": True}), file=replies, flush=True)
     for line in sys.stdin:
         if line.strip():
             print(json.dumps(serve_one(json.loads(line), channel)), file=replies, flush=True)

@@ -44,8 +44,8 @@ from tokgrade import datagen  # noqa: E402
 from tokgrade.grading import grade_records  # noqa: E402
 from tokgrade.launch import (  # noqa: E402
     PRELOAD,
+    Ended,
     RunPaths,
-    RunResult,
     WarmLauncher,
     launcher_env,
     log_tail,
@@ -69,7 +69,7 @@ class Outcome:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def died_of_gloo_exit_abort(result: RunResult, log_text: str) -> bool:
+def died_of_gloo_exit_abort(result: Ended, log_text: str) -> bool:
     """True when the job died by SIGABRT with the gloo teardown signature in its log."""
     by_signal = result.returncode in (-6, 134) or bool(ABORT_SIGNAL.search(log_text))
     return (
@@ -81,7 +81,7 @@ def died_of_gloo_exit_abort(result: RunResult, log_text: str) -> bool:
 
 
 def no_records_outcome(
-    scenario: Scenario, result: RunResult, paths: RunPaths, missing: list[int]
+    scenario: Scenario, result: Ended, paths: RunPaths, missing: list[int]
 ) -> Outcome:
     """Verdict when some rank never wrote its record."""
     log_text = paths.log.read_text(encoding="utf-8", errors="replace") if paths.log.exists() else ""
@@ -113,7 +113,7 @@ def run_scenario(
     records = datagen.generate(scenario.data)
     datagen.write_jsonl(records, paths.data)
     result = run_training(scenario, paths, workspace, launcher)
-    timings = {"launch_s": result.t_start - t_begin, "run_s": result.t_end - result.t_start}
+    timings = {"launch_s": result.started - t_begin, "run_s": result.ended - result.started}
     missing = missing_ranks(paths.observations, scenario.world_size)
     if missing:
         outcome = no_records_outcome(scenario, result, paths, missing)
@@ -125,9 +125,9 @@ def run_scenario(
     first_forward = min(r.t_first_forward for r in ranks)
     last_record = max(r.t_done for r in ranks)
     timings.update(
-        startup_s=first_forward - result.t_start,
+        startup_s=first_forward - result.started,
         train_s=last_record - first_forward,
-        shutdown_s=result.t_end - last_record,
+        shutdown_s=result.ended - last_record,
         oracle_s=time.time() - t_oracle,
     )
     grade.metrics["job_returncode"] = result.returncode
@@ -169,9 +169,8 @@ def grade_group(scenarios_file: Path, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="tokavg-group-"))
     try:
-        t0 = time.time()
         with WarmLauncher(PRELOAD, launcher_env(scenarios[0].backend), root / "launcher.log") as launcher:
-            preload_s = time.time() - t0
+            preload_s = launcher.startup_s
             for index, scenario in enumerate(scenarios):
                 t_begin = time.time()
                 scratch = root / scenario.name

@@ -31,8 +31,6 @@ import math
 import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -51,7 +49,7 @@ from recipe import STEPS  # noqa: E402
 
 # The gym mounts its harness support code here (outside the gym: put it on PYTHONPATH).
 sys.path.append("/harnesslib")
-from warm_launch import WarmLauncher  # noqa: E402
+from warm_launch import Ended, WarmLauncher, launch_cold  # noqa: E402
 
 #: What the pipeline imports that costs start-up time; a group's warm launcher imports it once.
 PRELOAD = ["torch", "torch.distributed", "torch.distributed.fsdp", "torch.distributed.checkpoint.state_dict",
@@ -137,16 +135,13 @@ def _frozen_timeout(name: str) -> int:
 def torchrun(args: list[str], cwd: Path, env: dict[str, str], log: Path, timeout_s: float) -> Launch:
     """Run `torchrun --standalone` with our interpreter; kill its process group at the timeout."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", *args]
-    spawned = time.time()
-    with log.open("w") as out:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            rc: int | None = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            rc = None
-    return Launch(rc=rc, spawned=spawned, ended=time.time(), log_tail=log.read_text(errors="replace")[-20000:])
+    return finished(launch_cold(cmd, cwd, env, log, timeout_s), log)
+
+
+def finished(ended: Ended, log: Path) -> Launch:
+    """A launch's end with the tail of its log."""
+    return Launch(rc=ended.returncode, spawned=ended.started, ended=ended.ended,
+                  log_tail=log.read_text(errors="replace")[-20000:] if log.exists() else "")
 
 
 def base_env(scenario: Scenario) -> dict[str, str]:
@@ -193,10 +188,9 @@ def run_pipeline(scenario: Scenario, work: Path, overrides: dict[str, str], dead
     if launcher is None:
         return torchrun([f"--nproc_per_node={scenario.devices}", "-m", "ftpipe.train", *args],
                         workspace, env, log, _left(deadline))
-    reply = launcher.launch("ftpipe.train", args, scenario.devices, workspace, env, log, _left(deadline),
+    ended = launcher.launch("ftpipe.train", args, scenario.devices, workspace, env, log, _left(deadline),
                             setup="trainfail_probe:install")
-    return Launch(rc=reply["returncode"], spawned=float(reply["started"]), ended=float(reply["ended"]),
-                  log_tail=log.read_text(errors="replace")[-20000:] if log.exists() else "")
+    return finished(ended, log)
 
 
 def launcher_env(scenario: Scenario) -> dict[str, str]:
@@ -330,9 +324,8 @@ def grade_group(scenarios_file: Path, out_dir: Path, oracle_root: Path | None) -
     out_dir.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="fsdp-source-group-"))
     try:
-        t0 = time.time()
         with WarmLauncher(PRELOAD, launcher_env(scenarios[0]), root / "launcher.log") as launcher:
-            preload_s = time.time() - t0
+            preload_s = launcher.startup_s
             for index, scenario in enumerate(scenarios):
                 started = time.time()
                 work = root / scenario.name

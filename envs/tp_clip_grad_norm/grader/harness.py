@@ -146,9 +146,8 @@ def grade_group(args: argparse.Namespace) -> None:
     args.out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tpclip-group-") as tmp:
         root = Path(tmp)
-        t0 = time.time()
         with WarmLauncher(PRELOAD, launch_env(scenarios[0].backend), root / "launcher.log") as launcher:
-            preload_s = round(time.time() - t0, 3)
+            preload_s = round(launcher.startup_s, 3)
             for index, sc in enumerate(scenarios):
                 started = time.time()
                 scratch = root / sc.name

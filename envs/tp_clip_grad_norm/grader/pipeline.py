@@ -2,10 +2,7 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +11,7 @@ from scenario import Scenario
 
 # The gym mounts its harness support code here (outside the gym: put it on PYTHONPATH).
 sys.path.append("/harnesslib")
-from warm_launch import WarmLauncher  # noqa: E402
+from warm_launch import WarmLauncher, launch_cold  # noqa: E402
 
 BASE_CONFIG = "configs/tp2.yaml"
 # torch 2.13's gloo can abort in static destructors after all Python code has run.
@@ -99,20 +96,9 @@ def run_pipeline(sc: Scenario, workspace: Path, args: list[str], log_path: Path,
     of a fresh ``torchrun``; same module, arguments and rank environment.
     """
     env = launch_env(sc.backend)
-    if launcher is not None:
-        reply = launcher.launch(MODULE, ["--config", BASE_CONFIG, *args], sc.tp, workspace, env,
+    if launcher is None:
+        ended = launch_cold(command(sc, args), workspace, env, log_path, sc.run_timeout_s)
+    else:
+        ended = launcher.launch(MODULE, ["--config", BASE_CONFIG, *args], sc.tp, workspace, env,
                                 log_path, sc.run_timeout_s)
-        return RunResult(reply["returncode"], bool(reply["timed_out"]), float(reply["started"]),
-                         float(reply["ended"]), log_path)
-    started = time.time()
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(command(sc, args), cwd=workspace, env=env, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            returncode: int | None = proc.wait(timeout=sc.run_timeout_s)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            returncode, timed_out = None, True
-    return RunResult(returncode, timed_out, started, time.time(), log_path)
+    return RunResult(ended.returncode, ended.timed_out, ended.started, ended.ended, log_path)

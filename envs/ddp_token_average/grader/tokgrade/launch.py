@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +17,7 @@ from tokgrade.scenario import Scenario
 
 # The gym mounts its harness support code here (outside the gym: put it on PYTHONPATH).
 sys.path.append("/harnesslib")
-from warm_launch import WarmLauncher  # noqa: E402
+from warm_launch import Ended, WarmLauncher, launch_cold  # noqa: E402
 
 #: What the pipeline imports that costs start-up time; a warm launcher imports it once.
 PRELOAD = [
@@ -47,16 +44,6 @@ class RunPaths:
     output: Path
     observations: Path
     log: Path
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """How the training job ended."""
-
-    returncode: int | None
-    timed_out: bool
-    t_start: float
-    t_end: float
 
 
 def torchrun_command() -> list[str]:
@@ -129,44 +116,21 @@ def training_env(scenario: Scenario, paths: RunPaths) -> dict[str, str]:
 
 def run_training(
     scenario: Scenario, paths: RunPaths, workspace: Path, launcher: WarmLauncher | None = None
-) -> RunResult:
+) -> Ended:
     """Run the job to completion or to the scenario's time limit (then kill its group)."""
-    if launcher is not None:
-        reply = launcher.launch(
-            MODULE,
-            training_args(scenario, paths),
-            scenario.world_size,
-            workspace,
-            training_env(scenario, paths),
-            paths.log,
-            scenario.train_timeout_s,
-            setup=OBSERVER_SETUP,
-        )
-        return RunResult(
-            returncode=reply["returncode"],
-            timed_out=bool(reply["timed_out"]),
-            t_start=float(reply["started"]),
-            t_end=float(reply["ended"]),
-        )
-    t_start = time.time()
-    with open(paths.log, "wb") as log:
-        proc = subprocess.Popen(
-            training_command(scenario, paths),
-            cwd=workspace,
-            env=training_env(scenario, paths),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        try:
-            returncode: int | None = proc.wait(timeout=scenario.train_timeout_s)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            returncode, timed_out = None, True
-    return RunResult(returncode=returncode, timed_out=timed_out, t_start=t_start, t_end=time.time())
+    env = training_env(scenario, paths)
+    if launcher is None:
+        return launch_cold(training_command(scenario, paths), workspace, env, paths.log, scenario.train_timeout_s)
+    return launcher.launch(
+        MODULE,
+        training_args(scenario, paths),
+        scenario.world_size,
+        workspace,
+        env,
+        paths.log,
+        scenario.train_timeout_s,
+        setup=OBSERVER_SETUP,
+    )
 
 
 def log_tail(path: Path, lines: int = 6, limit: int = 400) -> str:
