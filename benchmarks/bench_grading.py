@@ -5,8 +5,7 @@ verdict-preserving options change.
 
 * echo case: three revisions graded sequentially and with ``--parallel`` scenarios at once
   (no receipt cache), verdicts compared;
-* every way is also graded in scenario groups (one launch per device count) for cases whose
-  ``case.toml`` names a ``grader.group_command``;
+* every way is also graded in scenario groups (one run and one judge sandbox per device count);
 * ``--real RUN_DIR``: a finished batch's grading (per-revision grader device-seconds by case, the
   grader/solver ratio with and without deduplication, and where grading time goes according to
   the harnesses' own timings: process start-up, training, oracle, the rest);
@@ -55,13 +54,12 @@ def revisions(case: CaseSpec, root: Path, wrong: bool = True) -> list[Path]:
 
 
 def both_ways(case: CaseSpec, folders: Sequence[Path], parallel: int) -> dict[str, Any]:
-    """Grade each folder one launch per scenario (sequentially and ``parallel`` at once) and,
-    for a case with a ``group_command``, in scenario groups; compare the verdicts."""
+    """Grade each folder one scenario per run (sequentially and ``parallel`` at once) and in
+    scenario groups; compare the verdicts."""
     ways: list[tuple[str, dict[str, Any]]] = [("sequential", {"group_scenarios": False})]
     if parallel > 1:
         ways.append((f"parallel-{parallel}", {"group_scenarios": False, "parallel_scenarios": parallel}))
-    if case.group_command:
-        ways.append(("grouped", {}))
+    ways.append(("grouped", {}))
     oracle_device_s = 0.0
     warm = Grader(case, sandbox="bwrap", cache=False)
     if warm.oracles is not None:  # computed once per scenario, then shared: keep it out of the ways' figures

@@ -1,4 +1,11 @@
-"""Arms: which optional tools the agent has. ``control`` has no TrainCheck; ``traincheck`` has it."""
+"""Arms: which optional tools the agent has. ``control`` has no TrainCheck; ``traincheck`` has it.
+
+Both arms are measured from two sources (``audit`` ledger events, see :mod:`gym_trainfail.ledger`):
+the host's watch on its private copies of the arm's files (:mod:`gym_trainfail.sandbox.watch`),
+which nothing inside the sandbox can switch off, and the arm's hooks inside the sandbox (the
+control arm's blocker, the treatment arm's usage tracker), which say more (the module, the
+command line) but run in the agent's own processes.
+"""
 
 from __future__ import annotations
 
@@ -30,6 +37,14 @@ class Arm:
     def requirements_file(self) -> Path:
         """The pip requirement set the arm's runtime is built from."""
         return containers_dir() / "runtime" / self.requirements
+
+
+#: Labels of the files the host watches, by what an access to one means (see
+#: :func:`gym_trainfail.sandbox.watch.arm_watched_paths`): TrainCheck's package and commands
+#: (treatment arm; its manual is ``manual``), and the control arm's stand-ins — the decoy
+#: package, the ``traincheck-*`` command shims and the blocker's refusal markers.
+USE_LABELS = frozenset({"package", "command"})
+BLOCKED_LABELS = frozenset({"decoy", "shim", "refusal"})
 
 
 ARMS: dict[str, Arm] = {

@@ -6,6 +6,7 @@ Loading validates everything a broken case could get wrong and raises
 
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
 from collections.abc import Mapping
@@ -26,11 +27,39 @@ BUG_VOCABULARY = re.compile(
     re.IGNORECASE,
 )
 
+#: Every key ``case.toml`` may hold, by table (``None``: the table's own keys are free-form).
+CASE_KEYS: dict[str, frozenset[str] | None] = {
+    "": frozenset({"id", "title", "summary", "provenance", "prompt", "topology", "grader", "budgets", "workspace"}),
+    "provenance": frozenset({"sources", "reproduced", "simplified"}),
+    "prompt": frozenset({"text"}),
+    "topology": frozenset({"world_size", "tensor_parallel", "devices_per_job"}),
+    "grader": frozenset(
+        {
+            "run_command",
+            "judge_command",
+            "kit",
+            "oracle_command",
+            "judge_timeout_s",
+            "artifact_limit_mb",
+            "command",
+            "group_command",
+        }
+    ),  # fmt: skip
+    "budgets": frozenset({"steps", "wall_seconds", "device_seconds", "tokens", "disk_mb"}),
+    "workspace": frozenset({"exclude", "check_command"}),
+}
+#: Every key a ``[[scenario]]`` table may hold (``params`` is free-form).
+SCENARIO_KEYS: dict[str, frozenset[str] | None] = {
+    "": frozenset({"name", "kind", "devices", "timeout_s", "params"}),
+    "params": None,
+}
+
 ScenarioKind = Literal["healthy", "failure"]
 SCENARIO_KINDS: tuple[ScenarioKind, ...] = ("healthy", "failure")
 SCENARIOS_FILE = "scenarios.toml"
 REFERENCE_PATCH = "reference.patch"
 WRONG_REPAIRS_DIR = "wrong_repairs"
+FORGERIES_DIR = "forgeries"
 
 
 @dataclass(frozen=True)
@@ -53,6 +82,10 @@ class Topology:
     devices_per_job: int
 
 
+#: The disk budget of a case that names none (workspace and ``/tmp`` together).
+DEFAULT_DISK_MB = 4096
+
+
 @dataclass(frozen=True)
 class Budgets:
     """Per-episode limits; exhausting any of them truncates the episode."""
@@ -61,6 +94,9 @@ class Budgets:
     wall_seconds: float
     device_seconds: float
     tokens: int
+    #: Host disk an episode may fill: its workspace and its ``/tmp`` together (enforced by the
+    #: filesystem where the host allows it; see ``gym_trainfail.sandbox.disk``).
+    disk_mb: int = DEFAULT_DISK_MB
 
 
 @dataclass(frozen=True)
@@ -74,7 +110,10 @@ class CaseSpec:
     provenance: Mapping[str, Any]
     prompt: str
     topology: Topology
-    grader_command: tuple[str, ...]
+    #: The run phase (hostile: runs the revision), with ``--scenarios FILE --out-dir DIR``.
+    run_command: tuple[str, ...]
+    #: The judge phase (trusted: no revision code), writes one outcome per scenario.
+    judge_command: tuple[str, ...]
     budgets: Budgets
     workspace_exclude: tuple[str, ...]
     scenarios: tuple[Scenario, ...]
@@ -82,8 +121,21 @@ class CaseSpec:
     check_command: str = ""
     #: Optional: computes a scenario's reference without any revision (cached per scenario).
     oracle_command: tuple[str, ...] = ()
-    #: Optional: grades several scenarios of one topology in one sandbox and one launch.
-    group_command: tuple[str, ...] = ()
+    #: The folder under ``grader/`` the run phase sees at ``/kit`` (visible to revision code).
+    kit: str = "kit"
+    #: The judge's time per scenario.
+    judge_timeout_s: float = 120.0
+    #: The most a run phase may leave under ``/out`` before its scenarios fail.
+    artifact_limit_mb: int = 1024
+
+    @property
+    def kit_dir(self) -> Path:
+        """The run kit: grader files the run phase (and so the revision's code) can read."""
+        return self.grader_dir / self.kit
+
+    @property
+    def artifact_limit_bytes(self) -> int:
+        return self.artifact_limit_mb << 20
 
     @property
     def workspace_dir(self) -> Path:
@@ -104,6 +156,14 @@ class CaseSpec:
     def wrong_repairs(self) -> dict[str, Path]:
         """Plausible wrong repairs shipped with the case (name -> patch)."""
         folder = self.grader_dir / WRONG_REPAIRS_DIR
+        if not folder.is_dir():
+            return {}
+        return {p.stem: p for p in sorted(folder.glob("*.patch"))}
+
+    @property
+    def forgeries(self) -> dict[str, Path]:
+        """Hostile revisions shipped with the case (name -> patch): attempts to forge a grade."""
+        folder = self.grader_dir / FORGERIES_DIR
         if not folder.is_dir():
             return {}
         return {p.stem: p for p in sorted(folder.glob("*.patch"))}
@@ -151,13 +211,25 @@ def load_case(root: Path) -> CaseSpec:
     for key in ("reproduced", "simplified"):
         if not isinstance(provenance.get(key), str) or not provenance[key].strip():
             reader.fail(f"provenance.{key}", "expected a non-empty string")
-    command = reader.strings("grader.command")
-    if not command:
-        reader.fail(
-            "grader.command",
-            "expected the command that runs the harness, e.g. ['python', '/grader/harness.py']",
-        )
+    reader.check_keys(CASE_KEYS)
+    for old in ("command", "group_command"):
+        if old in data.get("grader", {}):
+            reader.fail(
+                f"grader.{old}",
+                "single-phase graders ran the revision with the harness's powers and are no longer accepted; "
+                "split the harness into grader.run_command and grader.judge_command (docs/grader-protocol.md)",
+            )
+    run_command = reader.strings("grader.run_command")
+    judge_command = reader.strings("grader.judge_command")
+    for key, value, example in (
+        ("grader.run_command", run_command, "['python', '/kit/run.py']"),
+        ("grader.judge_command", judge_command, "['python', '/grader/judge.py']"),
+    ):
+        if not value:
+            reader.fail(key, f"expected a command, e.g. {example}")
+    kit = reader.string("grader.kit", default="kit")
     _check_folders(root)
+    _check_kit(root, kit)
     return CaseSpec(
         id=case_id,
         root=root,
@@ -170,17 +242,21 @@ def load_case(root: Path) -> CaseSpec:
             tensor_parallel=reader.positive_int("topology.tensor_parallel", default=1),
             devices_per_job=reader.positive_int("topology.devices_per_job"),
         ),
-        grader_command=tuple(command),
+        run_command=tuple(run_command),
+        judge_command=tuple(judge_command),
+        kit=kit,
+        judge_timeout_s=float(reader.positive_int("grader.judge_timeout_s", default=120)),
+        artifact_limit_mb=reader.positive_int("grader.artifact_limit_mb", default=1024),
         budgets=Budgets(
             steps=reader.positive_int("budgets.steps"),
             wall_seconds=float(reader.positive_int("budgets.wall_seconds")),
             device_seconds=float(reader.positive_int("budgets.device_seconds")),
             tokens=reader.positive_int("budgets.tokens"),
+            disk_mb=reader.positive_int("budgets.disk_mb", default=DEFAULT_DISK_MB),
         ),
         workspace_exclude=tuple(reader.strings("workspace.exclude", default=[])),
         check_command=reader.string("workspace.check_command", default=""),
         oracle_command=tuple(reader.strings("grader.oracle_command", default=[])),
-        group_command=tuple(reader.strings("grader.group_command", default=[])),
         scenarios=load_scenarios(root / "grader" / SCENARIOS_FILE),
     )
 
@@ -194,6 +270,7 @@ def load_scenarios(path: Path) -> tuple[Scenario, ...]:
     scenarios: list[Scenario] = []
     for index, entry in enumerate(entries):
         reader = _Reader(path, entry, prefix=f"scenario[{index}].")
+        reader.check_keys(SCENARIO_KEYS)
         kind = reader.string("kind")
         if kind not in SCENARIO_KINDS:
             reader.fail("kind", f"expected one of {SCENARIO_KINDS}, found {kind!r}")
@@ -231,6 +308,15 @@ def _check_folders(root: Path) -> None:
             raise CaseDefinitionError(f"{root}: expected grader/{required}; see docs/case-authoring.md")
 
 
+def _check_kit(root: Path, kit: str) -> None:
+    folder = (root / "grader" / kit).resolve()
+    grader = (root / "grader").resolve()
+    if grader not in folder.parents or not folder.is_dir():
+        raise CaseDefinitionError(
+            f"{root}: grader.kit {kit!r} must name a folder inside grader/ (the run phase's files, mounted at /kit)"
+        )
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
@@ -251,6 +337,21 @@ class _Reader:
 
     def fail(self, key: str, message: str) -> NoReturn:
         raise CaseDefinitionError(f"{self.path}: {self.prefix}{key}: {message}")
+
+    def check_keys(self, schema: Mapping[str, frozenset[str] | None]) -> None:
+        """Refuse any key the schema does not know, naming the nearest valid one: a misspelt
+        optional key would otherwise silently switch a feature off."""
+        for table, allowed in schema.items():
+            node = self.data if not table else self.data.get(table, {})
+            if allowed is None or not isinstance(node, Mapping):
+                continue
+            for key in node:
+                if key in allowed:
+                    continue
+                where = f"{table}.{key}" if table else key
+                near = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
+                hint = f"did you mean {near[0]!r}? " if near else ""
+                self.fail(where, f"unknown key; {hint}valid keys here: {', '.join(sorted(allowed))}")
 
     def _get(self, key: str, default: object) -> Any:
         node: Any = self.data

@@ -11,13 +11,16 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from gym_trainfail.agents import agent_names, load_agent
@@ -46,13 +49,15 @@ from gym_trainfail.cases import CaseSpec
 from gym_trainfail.devices import DevicePool
 from gym_trainfail.episode import EpisodeResult, RunGrades, grade_run, resume_episode, run_episode
 from gym_trainfail.errors import RuntimeMissingError, TrainFailError
-from gym_trainfail.grading import Receipt, ScenarioOutcome
+from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome, apply_patch
 from gym_trainfail.leaderboard import render_leaderboard
 from gym_trainfail.qualify import Qualification, qualify
 from gym_trainfail.registry import default_registry, resolve_case
+from gym_trainfail.revisions import RevisionLog
 from gym_trainfail.runtimes import Runtime, build_runtime, find_runtime, list_runtimes
 from gym_trainfail.sandbox import backend_status
 from gym_trainfail.sandbox.cgroups import cgroup_support
+from gym_trainfail.sandbox.disk import disk_support
 from gym_trainfail.scaffold import scaffold_case
 
 DEMO_CASE = "TrainFail/DDPTokenAverage-v0"
@@ -72,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args) or 0)
     except TrainFailError as exc:
-        err.print(f"[bold red]error:[/] {exc}")
+        err.print(f"[bold red]error:[/] {escape(str(exc))}")
         return 1
     except KeyboardInterrupt:
         err.print("interrupted")
@@ -131,9 +136,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-grade", action="store_true", help="do not grade at the end (reward 0, deferred)")
     p.add_argument("--json", action="store_true")
 
-    p = command("grade", cmd_grade, "grade every revision of an episode; report the first valid repair")
-    p.add_argument("run_dir", type=Path)
+    p = command("grade", cmd_grade, "grade every revision of an episode, or one patch or tree of a case")
+    p.add_argument("run_dir", type=Path, nargs="?", help="an episode's run directory")
+    p.add_argument("--case", help="case id or folder, with --patch or --tree")
+    p.add_argument("--patch", type=Path, help="a unified diff against the case's workspace (a/ b/ paths)")
+    p.add_argument("--tree", type=Path, help="a folder holding a whole workspace")
     p.add_argument("--sandbox", default="auto")
+    p.add_argument("--no-cache", action="store_true", help="grade again even when a receipt exists")
     p.add_argument("--json", action="store_true")
 
     p = command("qualify", cmd_qualify, "run a case's admission gate and print the scenario table")
@@ -208,6 +217,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         "platform": platform.platform(),
         "sandboxes": {name: reason or "usable" for name, reason in backend_status().items()},
         "cgroup_limits": f"cgroup v{cgroups.version}" if cgroups.version else f"unavailable: {cgroups.reason}",
+        "disk_budget": disk_support().describe(),
         "devices": pool.describe(),
         "runtimes": runtimes,
         "cases": registry.ids(),
@@ -377,6 +387,14 @@ def _agent_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
+    if args.case or args.patch or args.tree:
+        try:
+            return _grade_submission(args)
+        except TrainFailError as exc:  # could not grade: exit 2, apart from a failing grade
+            err.print(f"[bold red]error:[/] {escape(str(exc))}")
+            return 2
+    if args.run_dir is None:
+        raise TrainFailError("give an episode's run directory, or --case ID with --patch FILE or --tree DIR")
     if not (args.run_dir / "episode.json").exists():
         raise TrainFailError(f"{args.run_dir} is not an episode run directory (no episode.json)")
     grades = _grade_with_progress(args.run_dir, args.sandbox)
@@ -385,6 +403,60 @@ def cmd_grade(args: argparse.Namespace) -> int:
     else:
         _print_grades(grades)
     return 0
+
+
+def _grade_submission(args: argparse.Namespace) -> int:
+    """``grade --case ID --patch FILE|--tree DIR``: graded exactly like a submitted revision
+    (same snapshot rules, sandboxes, receipts and scenario groups). Exit 0 pass, 1 fail,
+    2 could not grade."""
+    if args.run_dir is not None or not args.case or (args.patch is None) == (args.tree is None):
+        raise TrainFailError("give --case ID and exactly one of --patch FILE or --tree DIR (and no run directory)")
+    source = args.patch if args.patch is not None else args.tree
+    if args.patch is not None and not args.patch.is_file():
+        raise TrainFailError(f"--patch {args.patch}: no such file")
+    if args.tree is not None and not args.tree.is_dir():
+        raise TrainFailError(f"--tree {args.tree}: no such folder")
+    case = resolve_case(args.case)
+    _ensure_runtime("control")
+    with tempfile.TemporaryDirectory(prefix="trainfail-grade-cli-") as scratch:
+        workspace = Path(scratch) / "workspace"
+        if args.patch is not None:
+            shutil.copytree(case.workspace_dir, workspace, symlinks=True)
+            apply_patch(workspace, args.patch)
+        # The revision is what a submit would record: snapshot rules, exclusions and limits.
+        log = RevisionLog(Path(scratch) / "run")
+        number, _ = log.record(workspace if args.patch is not None else args.tree, case.workspace_exclude)
+        revision = Path(scratch) / "revision"
+        tree = log.checkout(number, revision)
+        grader = Grader(case, sandbox=args.sandbox, cache=not args.no_cache)
+        with err.status(f"grading {source} on {case.id}") as status:
+
+            def hook(scenario: str, outcome: ScenarioOutcome | None) -> None:
+                if outcome is None:
+                    status.update(f"grading {scenario}")
+                else:
+                    err.print(f"  {escape(scenario)}: {outcome.status} ({outcome.duration_s:.1f} s)")
+
+            receipt = grader.grade_dir(revision, tree=tree.digest, progress=hook)
+    if args.json:
+        print(json.dumps(receipt.to_json(), indent=2, default=str))
+    else:
+        _print_receipt(case, receipt)
+    return {"pass": 0, "fail": 1}.get(receipt.status, 2)
+
+
+def _print_receipt(case: CaseSpec, receipt: Receipt) -> None:
+    table = Table(title=f"{case.id}: tree {receipt.tree[:12]}")
+    for column in ("scenario", "kind", "verdict", "measured", "threshold", "reason"):
+        table.add_column(column)
+    for outcome in receipt.outcomes:
+        key, value = _headline(outcome)
+        threshold = outcome.metrics.get("threshold", "—")
+        table.add_row(outcome.scenario, outcome.kind, outcome.status, escape(f"{key} {value}".strip() or "—"),
+                      escape(str(threshold)), escape(outcome.reason))  # fmt: skip
+    out.print(table)
+    out.print(f"{receipt.status}: {sum(o.status == 'pass' for o in receipt.outcomes)}/{len(receipt.outcomes)} pass, "
+              f"{receipt.device_seconds:.1f} grader device-seconds")  # fmt: skip
 
 
 def _grade_with_progress(run_dir: Path, sandbox: str) -> RunGrades:
@@ -435,14 +507,21 @@ def _print_qualification(case: CaseSpec, result: Qualification) -> None:
     for scenario in case.scenarios:
         row = [scenario.name, scenario.kind]
         for variant in result.variants:
-            outcome = next(o for o in variant.receipt.outcomes if o.scenario == scenario.name)
+            found = next((o for o in variant.receipt.outcomes if o.scenario == scenario.name), None)
+            if found is None:  # a wrong repair's grading stops at its first failing unit
+                row.append("[dim]not run[/]")
+                continue
+            outcome = found
             colour = {"pass": "green", "fail": "red"}.get(outcome.status, "yellow")
             key, value = _headline(outcome)
             keys.add(key)
             row.append(f"[{colour}]{outcome.status}[/] {value}")
         table.add_row(*row)
-    table.caption = f"figure: {', '.join(sorted(k for k in keys if k))} (the harness's key metric)" if keys else None
+    table.caption = f"figure: {', '.join(sorted(k for k in keys if k))} (the judge's key metric)" if keys else None
     out.print(table)
+    if result.forced_settings:
+        out.print("\nsettings the grader forces away from the shipped config (grader/README.md):\n")
+        out.print(escape(result.forced_settings), highlight=False)
     verdict = "[green]admitted[/]" if result.admitted else "[red]refused[/]"
     out.print(f"{verdict} in {result.seconds:.0f} s")
     for problem in result.problems:
@@ -617,7 +696,8 @@ def _print_episodes(results: list[EpisodeResult], grades: list[RunGrades] | None
         first = "—"
         if grades is not None:
             valid = grades[index].first_valid
-            first = f"rev {valid.revision} @ {valid.cost.adjusted_seconds:.0f} s" if valid else "none"
+            rule = grades[index].adjudication
+            first = f"rev {valid.revision} @ {valid.cost.adjusted_seconds:.0f} s" if valid else rule.reason
         table.add_row(result.agent, result.case, result.arm, f"{result.reward:.0f} ({result.reward_status})",
                       str(s.submits), first, f"{s.raw_seconds:.1f}", f"{s.adjusted_seconds:.1f}",
                       str(s.total_tokens), f"{s.solver_device_seconds:.1f}", _short(result.run_dir))  # fmt: skip
@@ -644,7 +724,9 @@ def _print_grades(grades: RunGrades) -> None:
                       f"{r.cost.solver_device_seconds:.1f}")  # fmt: skip
     out.print(table)
     first = grades.first_valid
-    if first is None:
+    if first is None and grades.adjudication.blocked_by is not None:
+        out.print(f"first valid repair: {grades.adjudication.reason} (its verdict must be known first)")
+    elif first is None:
         out.print("no valid repair among the submitted revisions")
     else:
         c = first.cost

@@ -14,8 +14,8 @@ import secrets
 import shutil
 import signal
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, SupportsFloat
 
@@ -23,6 +23,7 @@ import gymnasium
 
 from gym_trainfail import text
 from gym_trainfail.arms import get_arm
+from gym_trainfail.call_records import RecordedCall, record_call
 from gym_trainfail.cases import Budgets, CaseSpec
 from gym_trainfail.devices import DevicePool
 from gym_trainfail.errors import (
@@ -34,11 +35,22 @@ from gym_trainfail.errors import (
 )
 from gym_trainfail.grading import Grader
 from gym_trainfail.ledger import Ledger, read_events, summarize
-from gym_trainfail.paths import episodes_dir
+from gym_trainfail.paths import episodes_dir, home
 from gym_trainfail.registry import get_case
 from gym_trainfail.revisions import Checkpoints, RevisionLog, restore
-from gym_trainfail.runtimes import Runtime, find_runtime
-from gym_trainfail.sandbox import ExecResult, Limits, Mount, Sandbox, SandboxConfig, create_sandbox, resolve_backend
+from gym_trainfail.runtimes import DECOY_DIR, Runtime, find_runtime
+from gym_trainfail.sandbox import (
+    Device,
+    ExecResult,
+    Limits,
+    Mount,
+    Sandbox,
+    SandboxConfig,
+    create_sandbox,
+    resolve_backend,
+)
+from gym_trainfail.sandbox.disk import DiskArea, MiB, reclaim_stale, release, split_budget
+from gym_trainfail.sandbox.watch import FileWatch, arm_watched_paths
 from gym_trainfail.tools import (
     DEFAULT_JOB_TIMEOUT_S,
     DEFAULT_SHELL_TIMEOUT_S,
@@ -67,6 +79,14 @@ class _Episode:
     tokens: int = 0
     last_revision: int | None = None
     done: bool = False
+    #: The filesystem that bounds the workspace's disk use (closed, contents kept, with the sandbox).
+    disk: DiskArea | None = None
+    #: The host's watch on the arm's files (isolating backends only).
+    watch: FileWatch | None = None
+
+
+#: What a tool handler's extra fields may add to its step event.
+_STEP_FIELDS = ("exit_code", "timed_out", "oom_killed", "revision", "forged_audit_records")
 
 
 class TrainFailEnv(gymnasium.Env[str, str]):
@@ -139,6 +159,7 @@ class TrainFailEnv(gymnasium.Env[str, str]):
             "seed": seed,
             "devices": self.pool.describe(),
             "budgets": vars(self.budgets),
+            "disk_budget": episode.disk.method if episode.disk is not None else "none",
             "agent": options.get("agent"),
             "agent_options": options.get("agent_options") or {},
             "started": episode.started,
@@ -151,7 +172,13 @@ class TrainFailEnv(gymnasium.Env[str, str]):
 
     def _open_episode(self, run_dir: Path, workspace: Path, started: float) -> _Episode:
         revisions = RevisionLog(run_dir)
-        sandbox = self._make_sandbox(self.runtime, workspace)
+        watch = self._new_watch()
+        try:
+            sandbox, disk = self._make_sandbox(self.runtime, workspace, watch)
+        except BaseException:
+            if watch is not None:
+                watch.close()
+            raise
         self._episode = _Episode(
             run_dir=run_dir,
             ledger=Ledger(run_dir / "ledger.jsonl"),
@@ -160,8 +187,24 @@ class TrainFailEnv(gymnasium.Env[str, str]):
             sandbox=sandbox,
             files=WorkspaceFiles(workspace, sandbox.workspace_path),
             started=started,
+            disk=disk,
+            watch=watch,
         )
         return self._episode
+
+    def _new_watch(self) -> FileWatch | None:
+        """The host's watch on the arm's files, for the sandboxes of one episode. The process
+        backend shows the runtime itself (nothing to bind over): only the hooks report there."""
+        if self.backend == "process":
+            return None
+        try:
+            return FileWatch(arm_watched_paths(self.arm, self.runtime), home() / "watch")
+        except OSError as exc:
+            raise SandboxUnavailableError(
+                f"the host cannot watch the {self.arm.name} arm's files ({exc}); TrainCheck use and "
+                "blocked attempts would go unrecorded. If inotify instances or watches ran out, raise "
+                "fs.inotify.max_user_instances / max_user_watches (sysctl) or run fewer episodes at once"
+            ) from None
 
     def _resume(self, run_dir: Path) -> tuple[str, dict[str, Any]]:
         """Reopen an interrupted episode: the workspace comes back from its last checkpoint,
@@ -183,6 +226,8 @@ class TrainFailEnv(gymnasium.Env[str, str]):
         if checkpoint is None:
             raise TrainFailError(f"{run_dir} has no workspace checkpoint to resume from")
         workspace = run_dir / "workspace"
+        release(workspace)  # an abandoned env of this process, or a crashed process,
+        reclaim_stale()  # may still have the workspace's filesystem mounted
         if workspace.exists():
             shutil.rmtree(workspace)
         restore(checkpoint[1], RevisionLog(run_dir).store, workspace)
@@ -231,16 +276,18 @@ class TrainFailEnv(gymnasium.Env[str, str]):
             )
         episode.steps += 1
         ended = time.time()
+        # Arguments are recorded bounded (long strings as previews plus size and digest): twice per step.
+        recorded = record_call(call.arguments, episode.revisions.store) if call else None
         episode.ledger.append(
             "step",
             t=ended,
             index=episode.steps,
             tool=call.tool if call else None,
-            arguments=dict(call.arguments) if call else {"raw": _preview(action)},
+            **(recorded.fields() if recorded else {"arguments": {"raw": _preview(action)}}),
             start=started,
             end=ended,
             status="error" if error else "ok",
-            **{k: v for k, v in extra.items() if k in ("exit_code", "timed_out", "oom_killed", "revision")},
+            **{k: v for k, v in extra.items() if k in _STEP_FIELDS},
         )
         if call is not None and call.tool in ("shell", "write_file", "edit_file", "run_job") and not episode.done:
             self._checkpoint()
@@ -255,7 +302,7 @@ class TrainFailEnv(gymnasium.Env[str, str]):
         if terminated or truncated:
             info["reward_status"] = self._reward_status
             info["final_revision"] = episode.last_revision
-        _append_transcript(episode.run_dir, episode.steps, call, observation, terminated, truncated)
+        _append_transcript(episode.run_dir, episode.steps, call, recorded, observation, terminated, truncated)
         return observation, reward, terminated, truncated, info
 
     def render(self) -> str | None:
@@ -346,17 +393,35 @@ class TrainFailEnv(gymnasium.Env[str, str]):
         return handlers[call.tool]()
 
     def _shell(self, command: str, timeout_s: int) -> tuple[str, dict[str, Any]]:
-        result = self._require_episode().sandbox.exec(["bash", "-c", command], timeout_s=timeout_s)
-        self._record_audit(result, "shell")
+        result = self._exec(command, timeout_s, "shell")
         return _format_exec(result, timeout_s, self.limits), _exec_fields(result)
 
-    def _record_audit(self, result: ExecResult, tool: str, **context: Any) -> None:
-        """Copy what the arm's hooks reported from inside the sandbox into the ledger."""
+    def _exec(
+        self, command: str, timeout_s: int, tool: str, assigned: Sequence[Device] = (), **context: Any
+    ) -> ExecResult:
+        """Run ``command`` in the sandbox; what the host's watch and the arm's hooks saw of it goes
+        to the ledger as ``audit`` events of this step."""
         episode = self._require_episode()
-        for record in result.audit:
-            fields = {k: v for k, v in record.items() if k not in ("event", "t")}
-            kind = str(record.get("event", "unparsed"))
-            episode.ledger.append(kind, step=episode.steps + 1, tool=tool, **fields, **context)
+        watch = episode.watch
+        if watch is not None:
+            watch.begin()
+        try:
+            result = episode.sandbox.exec(["bash", "-c", command], timeout_s=timeout_s, devices=assigned)
+        finally:
+            for report in watch.collect() if watch is not None else ():
+                self._audit_event("watch", report, tool, **context)
+        for report in result.audit:
+            self._audit_event("hook", report, tool, **context)
+        return result
+
+    def _audit_event(self, source: str, report: Mapping[str, Any], tool: str, **context: Any) -> None:
+        """One ``audit`` event: a report about the step in progress, never read as any other kind.
+
+        ``source`` says who saw it: ``watch`` (the host's inotify watch), ``hook`` (the arm's hooks
+        inside the sandbox, over the audit channel; schema-checked, yet forgeable) or ``call`` (the
+        host's scan of the tool call itself)."""
+        episode = self._require_episode()
+        episode.ledger.append("audit", step=episode.steps + 1, tool=tool, source=source, report=dict(report), **context)
 
     def _watch(self, call: ToolCall) -> None:
         """Record tool calls that name a tool the arm withholds (reimplementation cannot be
@@ -368,18 +433,15 @@ class TrainFailEnv(gymnasium.Env[str, str]):
             lowered = value.lower()
             for word in self.arm.watched_words:
                 if word in lowered:
-                    episode = self._require_episode()
                     where = texts.get("path", "") if key in ("content", "new_text") else ""
-                    episode.ledger.append(
-                        "mention", step=episode.steps + 1, tool=call.tool, argument=key, word=word, path=where
-                    )
+                    report = {"type": "mention", "argument": key, "word": word, "path": where[:300]}
+                    self._audit_event("call", report, call.tool)
 
     def _run_job(self, command: str, devices: int, timeout_s: int) -> tuple[str, dict[str, Any]]:
         episode = self._require_episode()
         lease = self.pool.acquire(devices)
         try:
-            result = episode.sandbox.exec(["bash", "-c", command], timeout_s=timeout_s, devices=lease.devices)
-            self._record_audit(result, "run_job", devices=len(lease.devices))
+            result = self._exec(command, timeout_s, "run_job", lease.devices, devices=len(lease.devices))
         finally:
             lease.release()
             episode.device_seconds += lease.device_seconds
@@ -440,10 +502,27 @@ class TrainFailEnv(gymnasium.Env[str, str]):
         run_dir.mkdir(parents=True, exist_ok=True)
         return run_dir.resolve()
 
-    def _make_sandbox(self, runtime: Runtime, workspace: Path) -> Sandbox:
-        mounts = tuple(Mount(source, target) for source, target in self.arm.sandbox_files())
-        config = SandboxConfig(runtime=runtime, workspace=workspace, mounts=mounts, limits=self.limits, label="episode")
-        return create_sandbox(self.backend, config)
+    def _make_sandbox(
+        self, runtime: Runtime, workspace: Path, watch: FileWatch | None = None
+    ) -> tuple[Sandbox, DiskArea]:
+        """A sandbox over ``workspace``, which first moves onto a filesystem of the disk budget's size
+        (its ``/tmp`` takes the rest of the budget)."""
+        split = split_budget(self.budgets.disk_mb * MiB)
+        disk = DiskArea(workspace, split.workspace_bytes, keep=True)
+        tmp_bytes = min(self.limits.tmp_bytes or split.tmp_bytes, split.tmp_bytes)
+        # The watch's private copies stand in for the arm's files (and TrainCheck's, or the decoy's).
+        mounts = watch.mounts() if watch is not None else tuple(Mount(s, t) for s, t in self.arm.sandbox_files())
+        # The control arm's decoy is on PYTHONPATH, so `python -S` (no blocker) still reaches a watched file.
+        python_path = (DECOY_DIR,) if self.arm.blocks_traincheck else ()
+        limits = replace(self.limits, tmp_bytes=tmp_bytes)
+        config = SandboxConfig(
+            runtime=runtime, workspace=workspace, mounts=mounts, limits=limits, label="episode", python_path=python_path
+        )
+        try:
+            return create_sandbox(self.backend, config), disk
+        except BaseException:
+            disk.close()
+            raise
 
     def _checkpoint(self) -> None:
         episode = self._require_episode()
@@ -458,13 +537,18 @@ class TrainFailEnv(gymnasium.Env[str, str]):
         with contextlib.suppress(OSError):
             episode.sandbox.close()
         try:
+            disk, episode.disk = episode.disk, None
+            if disk is not None:
+                disk.close()  # copies the workspace out of its filesystem
             if latest is None:
                 raise SandboxLostError("no workspace checkpoint to restore from")
             step, tree = latest
             if workspace.exists():
+                for older in episode.run_dir.glob("workspace.lost-*"):  # keep one: each may hold a whole budget
+                    shutil.rmtree(older, ignore_errors=True)
                 shutil.move(str(workspace), episode.run_dir / f"workspace.lost-{int(time.time())}")
             restore(tree, episode.revisions.store, workspace)
-            episode.sandbox = self._make_sandbox(self.runtime, workspace)
+            episode.sandbox, episode.disk = self._make_sandbox(self.runtime, workspace, episode.watch)
             episode.files = WorkspaceFiles(workspace, episode.sandbox.workspace_path)
         except (SandboxLostError, SandboxUnavailableError, OSError) as exc:
             episode.ledger.append("sandbox", action="lost", reason=reason, restore_error=str(exc))
@@ -513,13 +597,21 @@ class TrainFailEnv(gymnasium.Env[str, str]):
             if workspace.exists():
                 shutil.rmtree(workspace)
             tree = episode.revisions.checkout(episode.last_revision, workspace)
-            receipt = grader.grade_dir(workspace, tree=tree.digest)
+            receipt = grader.grade_dir(workspace, tree=tree.digest, stop_at_first_fail=True)
             shutil.rmtree(workspace, ignore_errors=True)
         except (GradingError, SandboxUnavailableError, OSError) as exc:
             self._reward_status = f"grading-error: {exc}"
             return 0.0
+        except Exception as exc:  # noqa: BLE001 - env.step never raises into the agent loop
+            episode.ledger.append("internal_error", tool="grading", error=repr(exc)[:2000])
+            self._reward_status = f"grading-error: {exc}"
+            return 0.0
+        # Operator-side detail: why the revision passed or failed, never part of an observation.
+        scenarios = [{"scenario": o.scenario, "kind": o.kind, "status": o.status, "reason": o.reason,
+                      "metrics": o.metrics} for o in receipt.outcomes]  # fmt: skip
         result = {"revision": episode.last_revision, "tree": receipt.tree, "grader_hash": receipt.grader_hash,
-                  "status": receipt.status, "reward": 1.0 if receipt.passed else 0.0}  # fmt: skip
+                  "status": receipt.status, "reward": 1.0 if receipt.passed else 0.0,
+                  "partial": receipt.partial, "scenarios": scenarios}  # fmt: skip
         (episode.run_dir / "result.json").write_text(json.dumps(result, indent=2))
         if receipt.status == "error":
             self._reward_status = "grading-error"
@@ -534,6 +626,11 @@ class TrainFailEnv(gymnasium.Env[str, str]):
         self._finish(reason)
         with contextlib.suppress(OSError):
             episode.sandbox.close()
+        if episode.disk is not None:
+            with contextlib.suppress(OSError):
+                episode.disk.close()
+        if episode.watch is not None:
+            episode.watch.close()
         episode.ledger.close()
         self._episode = None
 
@@ -561,13 +658,22 @@ def _event_time(event: Mapping[str, Any]) -> float:
 
 
 def _append_transcript(
-    run_dir: Path, index: int, call: ToolCall | None, observation: str, terminated: bool, truncated: bool
+    run_dir: Path,
+    index: int,
+    call: ToolCall | None,
+    recorded: RecordedCall | None,
+    observation: str,
+    terminated: bool,
+    truncated: bool,
 ) -> None:
-    """Record what each step answered, so an interrupted agent loop can replay finished calls."""
+    """Record what each step answered, so an interrupted agent loop can replay finished calls.
+
+    Arguments are recorded as the ledger records them (see :mod:`gym_trainfail.call_records`);
+    the observation is already bounded by the output limit and the observation space."""
     record = {
         "index": index,
         "tool": call.tool if call else None,
-        "arguments": dict(call.arguments) if call else None,
+        **(recorded.fields() if recorded else {"arguments": None}),
         "observation": observation,
         "terminated": terminated,
         "truncated": truncated,
@@ -599,6 +705,7 @@ def _override_budgets(base: Budgets, overrides: Mapping[str, float]) -> Budgets:
         wall_seconds=float(overrides.get("wall_seconds", base.wall_seconds)),
         device_seconds=float(overrides.get("device_seconds", base.device_seconds)),
         tokens=int(overrides.get("tokens", base.tokens)),
+        disk_mb=int(overrides.get("disk_mb", base.disk_mb)),
     )
 
 
@@ -621,12 +728,15 @@ def _format_exec(result: Any, timeout_s: float, limits: Limits) -> str:
     return "\n".join(parts)
 
 
-def _exec_fields(result: Any) -> dict[str, Any]:
-    return {
+def _exec_fields(result: ExecResult) -> dict[str, Any]:
+    fields: dict[str, Any] = {
         "exit_code": result.exit_code,
         "timed_out": result.timed_out,
         "oom_killed": result.oom_killed,
     }
+    if result.audit_rejected:  # lines on the audit channel that were not a valid record: dropped
+        fields["forged_audit_records"] = result.audit_rejected
+    return fields
 
 
 def _preview(action: object, limit: int = 500) -> str:

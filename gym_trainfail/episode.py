@@ -22,7 +22,7 @@ from gym_trainfail.agents import Agent, load_agent
 from gym_trainfail.cases import CaseSpec, load_case
 from gym_trainfail.env import TrainFailEnv
 from gym_trainfail.errors import TrainFailError, UnknownCaseError
-from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome, write_json
+from gym_trainfail.grading import FirstValid, Grader, Receipt, ScenarioOutcome, first_valid, write_json
 from gym_trainfail.ledger import Summary, iter_kind, read_events, summarize
 from gym_trainfail.registry import get_case
 from gym_trainfail.revisions import RevisionLog
@@ -149,8 +149,14 @@ class RunGrades:
     grading_seconds: float
 
     @property
+    def adjudication(self) -> FirstValid:
+        """The first-valid rule applied to this episode's revisions."""
+        return first_valid((r.revision, r.status) for r in self.revisions)
+
+    @property
     def first_valid(self) -> RevisionGrade | None:
-        return next((r for r in self.revisions if r.status == "pass"), None)
+        number = self.adjudication.revision
+        return next((r for r in self.revisions if r.revision == number), None)
 
     @property
     def final(self) -> RevisionGrade | None:
@@ -166,6 +172,7 @@ class RunGrades:
             "grading_seconds": self.grading_seconds,
             "first_valid_revision": first.revision if first else None,
             "first_valid_cost": first.cost.to_dict() if first else None,
+            "first_valid_blocked_by": self.adjudication.blocked_by,
             "final_status": self.final.status if self.final else "no-revision",
             "revisions": [
                 {

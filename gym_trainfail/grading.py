@@ -1,26 +1,27 @@
-"""Private grading: replay a revision on every frozen scenario, each in a fresh sandbox.
+"""Private grading: replay a revision on every frozen scenario, in two phases that never meet.
 
-The grader copies the revision into a new sandbox per scenario, mounts the case's ``grader/``
-read-only at ``/grader`` and a scratch ``/io``, runs the case's harness (protocol in
-``docs/case-authoring.md``) and reads back one outcome. Verdicts never reach the agent.
+A revision's code is hostile: it was written by the agent under evaluation. So each launch
+unit (one scenario, or a group of scenarios that need the same number of devices) is graded
+in two fresh sandboxes (protocol in ``docs/grader-protocol.md``):
 
-Every revision is graded in the ``control`` runtime, whatever arm produced it: a repair must
-not depend on TrainCheck, and receipts are shared across arms. Receipts are keyed by
-(revision tree hash, grader hash); the grader hash covers the case's grader files and the
-runtime, so a change to either voids old receipts. A receipt holding an
-infrastructure error is never cached: the revision is graded again next time.
+1. **run** (untrusted): a copy of the revision at ``/workspace``, the case's run kit at
+   ``/kit``, the scenario list read-only at ``/io``; the kit launches the pipeline and leaves
+   artifacts under ``/out``. Nothing it writes, prints or returns is a verdict.
+2. **judge** (trusted): an empty workspace, the whole ``grader/`` at ``/grader``, the run's
+   artifacts read-only at ``/artifacts`` (special files removed, size bounded), cached
+   oracles at ``/oracle/<scenario>``; it writes ``/io/outcomes/<scenario>.json``. No revision
+   code runs here, and its outcomes are the only verdicts the host reads.
 
-Performance options that never change a verdict: ``parallel_scenarios`` runs up to that many
-scenarios of a revision at once (each still in its own fresh sandbox, sharing the device
-pool), and the oracle cache (for cases whose ``case.toml`` names a ``grader.oracle_command``)
-computes each scenario's reference once per (case version, scenario, topology) in a sandbox
-that holds no revision, then mounts it read-only at ``/oracle`` for every revision.
+A scenario the judge left without a verdict (no outcome, ``retry``, malformed) is graded
+again on its own, a bounded number of times, and then recorded as ``error`` (unknown, never
+pass). Every revision is graded in the ``control`` runtime, whatever arm produced it.
+Receipts are keyed by (revision tree hash, grader hash); the grader hash covers the case's
+grader files, the runtime and the harness support code. A receipt holding an error is never
+cached.
 
-Scenario groups (for cases whose ``case.toml`` names a ``grader.group_command``): scenarios
-that need the same number of devices run in one sandbox over one copy of the revision, and the
-harness may train them in one process launch (its start-up paid once). A scenario the group
-run left without a verdict (no outcome, ``retry``, the group's time ran out) is run again on
-its own, so one scenario can never decide another's verdict.
+Performance options that never change a verdict: ``parallel_scenarios`` runs that many units
+at once (each in its own sandboxes, sharing the device pool); oracles (``grader.oracle_command``)
+are computed once per (case version, scenario, topology) in a sandbox that holds no revision.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ import contextlib
 import fcntl
 import functools
 import json
+import math
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -49,15 +52,28 @@ from gym_trainfail.revisions import ALWAYS_EXCLUDED
 from gym_trainfail.runtimes import Runtime, find_runtime
 from gym_trainfail.sandbox import ExecResult, Limits, Mount, SandboxConfig, create_sandbox
 from gym_trainfail.sandbox.base import GiB
+from gym_trainfail.sandbox.disk import DiskArea, MiB
 
 Status = Literal["pass", "fail", "error"]
 #: The runtime graders run in, for revisions from every arm.
 GRADING_ARM = "control"
 #: How often a scenario whose harness answered ``retry`` is run again before it is an error.
 DEFAULT_RETRIES = 2
-GRADER_LIMITS = Limits(memory_bytes=16 * GiB, pids=4096, output_bytes=20_000)
-#: Where a cached oracle is mounted in grading sandboxes.
+#: A grading sandbox's limits; its ``/tmp`` (memory) is generous because run kits keep per-scenario
+#: scratch there, while the run phase's workspace and artifacts sit on a disk budget of their own.
+GRADER_LIMITS = Limits(memory_bytes=16 * GiB, pids=4096, output_bytes=20_000, tmp_bytes=4 * GiB)
+#: Where cached oracles are mounted in judge sandboxes (one folder per scenario).
 ORACLE_MOUNT = "/oracle"
+#: Where the run kit is mounted in run sandboxes.
+KIT_MOUNT = "/kit"
+#: Where the run phase writes its artifacts, and where the judge reads them.
+ARTIFACTS_OUT = "/out"
+ARTIFACTS_MOUNT = "/artifacts"
+#: How much of what the run phase printed the judge gets (``/io/run.json``).
+RUN_OUTPUT_TAIL = 4000
+#: Bounds on what a receipt keeps of a judge's outcome.
+MAX_REASON = 1000
+MAX_METRICS_BYTES = 20_000
 #: Support code for harnesses (``gym_trainfail/harnesslib``), mounted read-only in grading sandboxes.
 HARNESSLIB_DIR = Path(__file__).resolve().parent / "harnesslib"
 HARNESSLIB_MOUNT = "/harnesslib"
@@ -83,7 +99,7 @@ class ScenarioOutcome:
     duration_s: float = 0.0
     device_seconds: float = 0.0
     queue_wait_s: float = 0.0
-    #: Judged in a scenario group's launch (``group_command``) rather than one of its own.
+    #: Judged in a scenario group's run rather than one of its own.
     grouped: bool = False
 
 
@@ -97,13 +113,24 @@ class Receipt:
     outcomes: tuple[ScenarioOutcome, ...]
     created: float
     duration_s: float
+    #: Grading stopped at the first failing launch unit (a reward needs no more): the scenarios
+    #: not graded are absent. A full grade later completes the receipt instead of redoing it.
+    partial: bool = False
 
     @property
     def status(self) -> Status:
-        """``error`` if any scenario could not be judged, else ``pass`` iff every one passed."""
-        if any(o.status == "error" for o in self.outcomes):
+        """``fail`` if any scenario failed (the revision is then known not to be valid, whatever
+        else is unknown), else ``error`` if any could not be judged, else ``pass``."""
+        if any(o.status == "fail" for o in self.outcomes):
+            return "fail"
+        if any(o.status == "error" for o in self.outcomes) or self.partial:
             return "error"
-        return "pass" if all(o.status == "pass" for o in self.outcomes) else "fail"
+        return "pass"
+
+    @property
+    def cacheable(self) -> bool:
+        """Whether the receipt may be stored: every verdict in it is known."""
+        return not any(o.status == "error" for o in self.outcomes)
 
     @property
     def passed(self) -> bool:
@@ -129,10 +156,61 @@ class Receipt:
             outcomes=outcomes,
             created=data["created"],
             duration_s=data["duration_s"],
+            partial=bool(data.get("partial", False)),
         )
 
 
+@dataclass(frozen=True)
+class FirstValid:
+    """The first valid repair of an episode: its revision number, or ``None`` with why."""
+
+    revision: int | None
+    #: The earliest revision whose verdict is unknown before any pass (adjudication is blocked).
+    blocked_by: int | None = None
+
+    @property
+    def reason(self) -> str:
+        if self.revision is not None:
+            return f"revision {self.revision}"
+        if self.blocked_by is not None:
+            return f"blocked by revision {self.blocked_by}: unknown"
+        return "none"
+
+
+def first_valid(statuses: Iterable[tuple[int, str]]) -> FirstValid:
+    """The one first-valid rule (runs, demos and batch adjudication alike): the earliest passing
+    revision such that no earlier revision's verdict is unknown (``error``, timeout, ungraded:
+    anything but ``pass``/``fail``). Unknown verdicts after it do not matter."""
+    for revision, status in statuses:
+        if status == "pass":
+            return FirstValid(revision)
+        if status != "fail":
+            return FirstValid(None, blocked_by=revision)
+    return FirstValid(None)
+
+
 ProgressHook = Callable[[str, ScenarioOutcome | None], None]
+
+
+@dataclass(frozen=True)
+class PhaseRun:
+    """What the host itself saw of one sandboxed phase (never what the phase claims)."""
+
+    result: ExecResult
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    """One two-phase grading of a launch unit: the judge's outcome per scenario (``None``
+    where it wrote none), each scenario's share of the device- and queue-seconds, and what
+    the host saw of both phases."""
+
+    outcomes: dict[str, dict[str, Any] | None]
+    shares: dict[str, tuple[float, float]]
+    run: PhaseRun | None
+    judge: PhaseRun | None
+    host_reason: str = ""
 
 
 class Grader:
@@ -160,22 +238,31 @@ class Grader:
         self.retries = retries
         self.cache = cache
         self.parallel_scenarios = parallel_scenarios
-        self.group_command = case.group_command if group_scenarios else ()
+        self.group_scenarios = group_scenarios
         self.grader_hash = bytes_digest(f"{case.grader_hash()}:{self.runtime.digest}:{harnesslib_digest()}".encode())
-        command = case.oracle_command if oracle_cache else ()
-        self.oracles = OracleCache(self, command) if command else None
+        command = case.oracle_command
+        self.oracles = OracleCache(self, command, persistent=oracle_cache) if command else None
 
     def receipt_path(self, tree: str) -> Path:
         slug = self.case.id.replace("/", "__")
         return receipts_dir() / slug / f"{tree}-{self.grader_hash[:16]}.json"
 
-    def cached(self, tree: str) -> Receipt | None:
-        """A stored receipt for this tree under this grader version, if any."""
+    def cached(self, tree: str, *, partial_ok: bool = False) -> Receipt | None:
+        """A stored receipt for this tree under this grader version, if any (a partial one
+        only when ``partial_ok``)."""
         path = self.receipt_path(tree)
         if not self.cache or not path.exists():
             return None
-        receipt = Receipt.from_json(json.loads(path.read_text()))
-        return receipt if receipt.grader_hash == self.grader_hash and receipt.status != "error" else None
+        data = read_json_object(path)
+        if data is None:
+            return None
+        try:
+            receipt = Receipt.from_json(data)
+        except (KeyError, TypeError):
+            return None
+        if receipt.grader_hash != self.grader_hash or not receipt.cacheable:
+            return None
+        return receipt if partial_ok or not receipt.partial else None
 
     def grade_dir(
         self,
@@ -184,46 +271,73 @@ class Grader:
         tree: str | None = None,
         scenarios: Iterable[Scenario] | None = None,
         progress: ProgressHook | None = None,
+        stop_at_first_fail: bool = False,
     ) -> Receipt:
-        """Grade the workspace tree in ``source`` (its tree hash computed if not given)."""
+        """Grade the workspace tree in ``source`` (its tree hash computed if not given).
+
+        ``stop_at_first_fail`` (when only a reward is needed): launch units run in the order
+        most likely to fail first, and grading stops after the first unit with a failing
+        scenario; the receipt says it is ``partial``. A later full grade completes a stored
+        partial receipt, grading only the scenarios it lacks.
+        """
         tree = tree or tree_digest(source, exclude=(*ALWAYS_EXCLUDED, *self.case.workspace_exclude))
         selected = tuple(scenarios) if scenarios is not None else self.case.scenarios
         full = selected == self.case.scenarios
-        if full and (hit := self.cached(tree)) is not None:
-            if progress:
-                progress("cached", None)
-            return hit
+        known: tuple[ScenarioOutcome, ...] = ()
+        if full and (hit := self.cached(tree, partial_ok=True)) is not None:
+            if not hit.partial or stop_at_first_fail:
+                if progress:
+                    progress("cached", None)
+                return hit
+            known = hit.outcomes
         started = time.time()
-        outcomes = self._run_all(source, selected, progress)
+        done = {o.scenario for o in known}
+        todo = [s for s in selected if s.name not in done]
+        graded = self._run_all(source, todo, progress, stop_at_first_fail=stop_at_first_fail)
+        by_name = {o.scenario: o for o in (*known, *graded)}
         receipt = Receipt(
             case_id=self.case.id,
             tree=tree,
             grader_hash=self.grader_hash,
-            outcomes=tuple(outcomes),
+            outcomes=tuple(by_name[s.name] for s in selected if s.name in by_name),
             created=started,
-            duration_s=time.time() - started,
+            duration_s=time.time() - started + sum(o.duration_s for o in known),
+            partial=len(by_name) < len(selected),
         )
-        if full and receipt.status != "error":
+        if full and receipt.cacheable:
             write_json(self.receipt_path(tree), receipt.to_json())
         return receipt
 
     def _run_all(
-        self, source: Path, scenarios: Sequence[Scenario], progress: ProgressHook | None
+        self,
+        source: Path,
+        scenarios: Sequence[Scenario],
+        progress: ProgressHook | None,
+        *,
+        stop_at_first_fail: bool = False,
     ) -> list[ScenarioOutcome]:
-        """Every scenario (or scenario group), ``parallel_scenarios`` at a time, outcomes in
-        scenario order."""
+        """Every launch unit, ``parallel_scenarios`` at a time, outcomes in scenario order (with
+        ``stop_at_first_fail``: one unit at a time, likeliest failures first, until one fails)."""
 
         def one(unit: tuple[Scenario, ...]) -> list[ScenarioOutcome]:
             if progress:
                 for scenario in unit:
                     progress(scenario.name, None)
-            outcomes = self.run_group(source, unit) if len(unit) > 1 else [self.run_scenario(source, unit[0])]
+            outcomes = self.grade_unit(source, unit)
             if progress:
                 for outcome in outcomes:
                     progress(outcome.scenario, outcome)
             return outcomes
 
         units = self.partition(scenarios)
+        if stop_at_first_fail:
+            results = []
+            for unit in sorted(units, key=lambda u: -sum(s.kind == "failure" for s in u)):
+                results.append(one(unit))
+                if any(o.status == "fail" for o in results[-1]):
+                    break
+            graded = {o.scenario: o for outcomes in results for o in outcomes}
+            return [graded[s.name] for s in scenarios if s.name in graded]
         if self.parallel_scenarios == 1 or len(units) < 2:
             results = [one(u) for u in units]
         else:
@@ -233,197 +347,219 @@ class Grader:
         return [by_name[s.name] for s in scenarios]
 
     def partition(self, scenarios: Sequence[Scenario]) -> list[tuple[Scenario, ...]]:
-        """Launch units: one per scenario, or, with a ``group_command``, one per device count."""
-        if not self.group_command:
+        """Launch units: one per device count (scenario groups), or one per scenario."""
+        if not self.group_scenarios:
             return [(s,) for s in scenarios]
         groups: dict[int, list[Scenario]] = {}
         for scenario in scenarios:
             groups.setdefault(scenario.devices, []).append(scenario)
         return [tuple(g) for g in groups.values()]
 
-    def run_group(self, source: Path, group: Sequence[Scenario]) -> list[ScenarioOutcome]:
-        """Grade ``group`` (same device count) in one sandbox with the case's ``group_command``;
-        scenarios it leaves unjudged are graded again on their own."""
+    def grade_unit(self, source: Path, unit: Sequence[Scenario]) -> list[ScenarioOutcome]:
+        """Grade ``unit`` (scenarios needing the same number of devices) in one run sandbox and
+        one judge sandbox; a scenario left without a verdict is graded again on its own."""
         started = time.monotonic()
+        oracle_mounts: list[Mount] = []
         oracle_cost: dict[str, tuple[float, float]] = {}
-        mounts: list[Mount] = []
         runnable: list[Scenario] = []
-        failed_oracle: dict[str, ScenarioOutcome] = {}
-        for scenario in group:
+        outcomes: dict[str, ScenarioOutcome] = {}
+        for scenario in unit:
             if self.oracles is None:
                 runnable.append(scenario)
                 continue
             oracle, device_s, queue_s = self.oracles.ensure(scenario)
             oracle_cost[scenario.name] = (device_s, queue_s)
             if oracle is None:
-                failed_oracle[scenario.name] = _unjudged(
+                outcomes[scenario.name] = _unjudged(
                     scenario, "the oracle run gave no reference", device_s, queue_s, started
                 )
             else:
-                mounts.append(Mount(oracle, f"{ORACLE_MOUNT}/{scenario.name}"))
+                oracle_mounts.append(Mount(oracle, f"{ORACLE_MOUNT}/{scenario.name}"))
                 runnable.append(scenario)
-        raw: dict[str, dict[str, Any] | None] = {}
-        shares: dict[str, tuple[float, float]] = {}
-        if runnable:
-            raw, shares = self._group_attempt(source, runnable, tuple(mounts))
-        outcomes = []
-        for scenario in group:
-            if scenario.name in failed_oracle:
-                outcomes.append(failed_oracle[scenario.name])
-                continue
-            spent_device, spent_queue = shares[scenario.name]
-            oracle_device, oracle_queue = oracle_cost.get(scenario.name, (0.0, 0.0))
-            data = raw.get(scenario.name)
-            if data is None or data.get("status") not in ("pass", "fail"):
-                alone = self.run_scenario(source, scenario)
-                outcomes.append(
-                    replace(
-                        alone,
-                        attempts=alone.attempts + 1,
-                        device_seconds=alone.device_seconds + spent_device,
-                        queue_wait_s=alone.queue_wait_s + spent_queue,
-                    )
-                )
-                continue
-            judged = _from_outcome(scenario, data, spent_device + oracle_device, spent_queue + oracle_queue)
-            outcomes.append(replace(judged, grouped=True, duration_s=float(judged.timings.get("total_s", 0.0))))
-        return outcomes
-
-    def _group_attempt(
-        self, source: Path, group: Sequence[Scenario], mounts: tuple[Mount, ...]
-    ) -> tuple[dict[str, dict[str, Any] | None], dict[str, tuple[float, float]]]:
-        """One run of ``group_command``: each scenario's outcome (``None`` if it wrote none) and
-        its share of the group's device- and queue-seconds (by its reported ``total_s``)."""
-        with tempfile.TemporaryDirectory(prefix="trainfail-group-") as scratch:
-            root = Path(scratch)
-            workspace, io = root / "workspace", root / "io"
-            shutil.copytree(source, workspace, symlinks=True, ignore=shutil.ignore_patterns(*ALWAYS_EXCLUDED))
-            io.mkdir()
-            (io / "outcomes").mkdir()
-            requests = [self.scenario_request(s) for s in group]
-            (io / "scenarios.json").write_text(json.dumps(requests, indent=2))
-            argv = [*self.group_command, "--scenarios", "/io/scenarios.json", "--out-dir", "/io/outcomes"]
-            if mounts:
-                argv += ["--oracle", ORACLE_MOUNT]
-            label = f"grade-group-{len(group)}x{group[0].devices}"
-            timeout = sum(s.timeout_s for s in group)
-            _, lease = self._sandboxed(label, group[0].devices, timeout, workspace, io, argv, mounts)
-            raw = {s.name: read_json_object(io / "outcomes" / f"{s.name}.json") for s in group}
-        weights = {name: _total_s(data) for name, data in raw.items()}
-        if not all(weights.values()):
-            weights = dict.fromkeys(raw, 1.0)
-        total = sum(weights.values())
-        shares = {
-            name: (lease.device_seconds * w / total, lease.queue_wait_s * w / total) for name, w in weights.items()
-        }
-        return raw, shares
-
-    def run_scenario(self, source: Path, scenario: Scenario) -> ScenarioOutcome:
-        """Run one scenario in fresh sandboxes until it gives a verdict (bounded retries)."""
         attempts = 0
-        total_device_s = total_queue_s = 0.0
-        started = time.monotonic()
-        if self.oracles is not None:
-            oracle, total_device_s, total_queue_s = self.oracles.ensure(scenario)
-            if oracle is None:
-                return _unjudged(scenario, "the oracle run gave no reference", total_device_s, total_queue_s, started)
-        while True:
+        spent: dict[str, tuple[float, float]] = {s.name: oracle_cost.get(s.name, (0.0, 0.0)) for s in runnable}
+        pending = runnable
+        last: UnitResult | None = None
+        while pending:
             attempts += 1
-            outcome = self._attempt(source, scenario)
-            total_device_s += outcome.device_seconds
-            total_queue_s += outcome.queue_wait_s
-            if outcome.status != "error" or attempts > self.retries or not outcome.metrics.get("_retry"):
-                break
-        metrics = {k: v for k, v in outcome.metrics.items() if k != "_retry"}
-        return ScenarioOutcome(
-            scenario=scenario.name,
-            kind=scenario.kind,
-            status=outcome.status,
-            reason=outcome.reason,
-            metrics=metrics,
-            timings=outcome.timings,
-            attempts=attempts,
-            duration_s=time.monotonic() - started,
-            device_seconds=total_device_s,
-            queue_wait_s=total_queue_s,
-        )
+            last = self.two_phase(source, pending, tuple(m for m in oracle_mounts if _mount_of(m, pending)))
+            for scenario in pending:
+                device_s, queue_s = last.shares[scenario.name]
+                spent[scenario.name] = (spent[scenario.name][0] + device_s, spent[scenario.name][1] + queue_s)
+            judged, unjudged = self._sort(pending, last)
+            for outcome in judged:
+                device_s, queue_s = spent[outcome.scenario]
+                outcomes[outcome.scenario] = replace(
+                    outcome,
+                    attempts=attempts,
+                    device_seconds=device_s,
+                    queue_wait_s=queue_s,
+                    grouped=len(pending) > 1,
+                    duration_s=_duration(outcome, len(pending), time.monotonic() - started),
+                )
+            if len(pending) > 1:
+                for scenario in unjudged:  # never let one scenario decide another's verdict
+                    alone = self.grade_unit(source, (scenario,))[0]
+                    device_s, queue_s = spent[scenario.name]
+                    outcomes[scenario.name] = replace(
+                        alone,
+                        attempts=alone.attempts + attempts,
+                        device_seconds=alone.device_seconds + device_s,
+                        queue_wait_s=alone.queue_wait_s + queue_s,
+                    )
+                pending = []
+            elif unjudged and attempts > self.retries:
+                scenario = unjudged[0]
+                device_s, queue_s = spent[scenario.name]
+                outcomes[scenario.name] = replace(
+                    _unjudged(scenario, _why_unjudged(scenario, last), device_s, queue_s, started),
+                    attempts=attempts,
+                )
+                pending = []
+            else:
+                pending = unjudged
+        return [outcomes[s.name] for s in unit]
+
+    def _sort(self, pending: Sequence[Scenario], result: UnitResult) -> tuple[list[ScenarioOutcome], list[Scenario]]:
+        """Split the unit's scenarios into judged ones (their outcomes) and ones to grade again."""
+        judged: list[ScenarioOutcome] = []
+        unjudged: list[Scenario] = []
+        run = result.run.result if result.run is not None else None
+        run_timed_out = run is not None and run.timed_out
+        # A group whose run did not end cleanly (killed, crashed, out of time): whichever of its
+        # scenarios broke it decided the others' fates too, so only their passes stand and the
+        # rest are graded again alone.
+        run_broke = run is None or run.timed_out or run.exit_code != 0
+        for scenario in pending:
+            if result.host_reason:
+                judged.append(_outcome(scenario, "fail", result.host_reason))
+                continue
+            data = result.outcomes.get(scenario.name)
+            outcome = _from_outcome(scenario, data) if data is not None else None
+            if outcome is not None and run_broke and len(pending) > 1 and outcome.status != "pass":
+                outcome = None
+            if outcome is None and run_timed_out and len(pending) == 1:
+                outcome = _outcome(scenario, "fail", f"the run exceeded its time limit ({scenario.timeout_s:.0f} s)")
+            if outcome is None or outcome.status == "error":
+                unjudged.append(scenario)
+            else:
+                judged.append(outcome)
+        return judged, unjudged
 
     def scenario_request(self, scenario: Scenario) -> dict[str, Any]:
-        """What the harness reads from ``/io/scenario.json``."""
+        """How a phase sees one scenario (``/io/scenarios.json`` holds a list of these)."""
         return {
             "name": scenario.name,
             "kind": scenario.kind,
             "devices": scenario.devices,
+            "timeout_s": scenario.timeout_s,
             "backend": "nccl" if self.pool.kind == "gpu" else "gloo",
             "params": dict(scenario.params),
         }
 
-    def _attempt(self, source: Path, scenario: Scenario) -> ScenarioOutcome:
-        with tempfile.TemporaryDirectory(prefix="trainfail-grade-") as scratch:
-            root = Path(scratch)
-            workspace, io = root / "workspace", root / "io"
+    def two_phase(self, source: Path, unit: Sequence[Scenario], oracle_mounts: tuple[Mount, ...]) -> UnitResult:
+        """Run phase over a copy of ``source`` (hostile), then judge phase (trusted), both
+        while the unit's devices are held."""
+        requests = json.dumps([self.scenario_request(s) for s in unit], indent=2)
+        devices = unit[0].devices
+        with contextlib.ExitStack() as stack:
+            root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="trainfail-grade-")))
+            # What the revision's code can write (its workspace copy and /out) sits on a disk
+            # budget: a hostile run cannot fill the host's disk.
+            (root / "run").mkdir()
+            area = stack.enter_context(DiskArea(root / "run", self.case.budgets.disk_mb * MiB))
+            workspace, out = area.path / "workspace", area.path / "out"
+            run_io, judge_ws, judge_io = root / "run-io", root / "judge-workspace", root / "judge-io"
             shutil.copytree(source, workspace, symlinks=True, ignore=shutil.ignore_patterns(*ALWAYS_EXCLUDED))
-            argv = [*self.case.grader_command, "--scenario", "/io/scenario.json", "--out", "/io/outcome.json"]
-            mounts: tuple[Mount, ...] = ()
-            if self.oracles is not None:
-                mounts = (Mount(self.oracles.folder(scenario), ORACLE_MOUNT),)
-                argv += ["--oracle", ORACLE_MOUNT]
-            result, lease = self.run_harness(scenario, workspace, io, argv, mounts)
-            outcome = read_json_object(io / "outcome.json")
-        return _interpret(scenario, result, outcome, lease.device_seconds, lease.queue_wait_s)
+            for folder in (run_io, out, judge_ws, judge_io / "outcomes"):
+                folder.mkdir(parents=True)
+            (run_io / "scenarios.json").write_text(requests)
+            (judge_io / "scenarios.json").write_text(requests)
+            with self.pool.lease(devices) as lease:
+                run = self._phase(
+                    f"grade-run-{len(unit)}x{devices}",
+                    workspace,
+                    (
+                        Mount(self.case.kit_dir, KIT_MOUNT),
+                        Mount(HARNESSLIB_DIR, HARNESSLIB_MOUNT),
+                        Mount(run_io, "/io"),
+                        Mount(out, ARTIFACTS_OUT, writable=True),
+                    ),
+                    [*self.case.run_command, "--scenarios", "/io/scenarios.json", "--out-dir", ARTIFACTS_OUT],
+                    sum(s.timeout_s for s in unit),
+                    lease,
+                )
+                check = sanitize_artifacts(out, self.case.artifact_limit_bytes)
+                judge: PhaseRun | None = None
+                host_reason = ""
+                if check.total_bytes > self.case.artifact_limit_bytes:
+                    host_reason = (
+                        f"the run left {check.total_bytes / 2**20:.0f} MiB of artifacts, over the grader's "
+                        f"limit of {self.case.artifact_limit_bytes / 2**20:.0f} MiB"
+                    )
+                else:
+                    write_json(judge_io / "run.json", _run_facts(run, check, len(unit)))
+                    argv = [
+                        *self.case.judge_command,
+                        "--scenarios", "/io/scenarios.json",
+                        "--artifacts", ARTIFACTS_MOUNT,
+                        "--run", "/io/run.json",
+                        "--out-dir", "/io/outcomes",
+                    ]  # fmt: skip
+                    if oracle_mounts:
+                        argv += ["--oracle", ORACLE_MOUNT]
+                    judge = self._phase(
+                        f"grade-judge-{len(unit)}",
+                        judge_ws,
+                        (
+                            Mount(self.case.grader_dir, "/grader"),
+                            Mount(HARNESSLIB_DIR, HARNESSLIB_MOUNT),
+                            Mount(out, ARTIFACTS_MOUNT),
+                            Mount(judge_io, "/io", writable=True),
+                            *oracle_mounts,
+                        ),
+                        argv,
+                        self.case.judge_timeout_s * len(unit),
+                        None,
+                    )
+            outcomes = {s.name: read_json_object(judge_io / "outcomes" / f"{s.name}.json") for s in unit}
+        return UnitResult(outcomes, _shares(unit, outcomes, lease), run, judge, host_reason)
 
-    def run_harness(
-        self, scenario: Scenario, workspace: Path, io: Path, argv: Sequence[str], mounts: tuple[Mount, ...] = ()
-    ) -> tuple[ExecResult, Lease]:
-        """Run ``argv`` for ``scenario`` in a fresh sandbox over ``workspace``, ``io`` at ``/io``."""
-        io.mkdir(parents=True, exist_ok=True)
-        (io / "scenario.json").write_text(json.dumps(self.scenario_request(scenario), indent=2))
-        label = f"grade-{scenario.name}"
-        return self._sandboxed(label, scenario.devices, scenario.timeout_s, workspace, io, argv, mounts)
-
-    def _sandboxed(
+    def _phase(
         self,
         label: str,
-        devices: int,
-        timeout_s: float,
         workspace: Path,
-        io: Path,
-        argv: Sequence[str],
         mounts: tuple[Mount, ...],
-    ) -> tuple[ExecResult, Lease]:
-        """``argv`` in a fresh grading sandbox holding ``devices`` from the pool for its lifetime."""
+        argv: Sequence[str],
+        timeout_s: float,
+        lease: Lease | None,
+    ) -> PhaseRun:
+        """``argv`` in a fresh grading sandbox (with the lease's devices, if given)."""
         config = SandboxConfig(
-            runtime=self.runtime,
-            workspace=workspace,
-            mounts=(
-                Mount(self.case.grader_dir, "/grader"),
-                Mount(HARNESSLIB_DIR, HARNESSLIB_MOUNT),
-                Mount(io, "/io", writable=True),
-                *mounts,
-            ),
-            limits=GRADER_LIMITS,
-            label=label,
+            runtime=self.runtime, workspace=workspace, mounts=mounts, limits=GRADER_LIMITS, label=label
         )
-        with self.pool.lease(devices) as lease:
-            sandbox = create_sandbox(self.sandbox, config)
-            try:
-                result = sandbox.exec(list(argv), timeout_s=timeout_s, devices=lease.devices)
-            finally:
-                sandbox.close()
-        return result, lease
+        started = time.monotonic()
+        sandbox = create_sandbox(self.sandbox, config)
+        try:
+            result = sandbox.exec(list(argv), timeout_s=timeout_s, devices=lease.devices if lease else ())
+        finally:
+            sandbox.close()
+        return PhaseRun(result, time.monotonic() - started)
 
 
 class OracleCache:
     """Each scenario's reference, computed once per (case version, scenario, topology).
 
     The oracle runs in a fresh sandbox whose workspace is empty, so no revision's code can
-    touch it; its ``--out-dir`` is kept under ``$TRAINFAIL_HOME/oracles`` and mounted
-    read-only for every revision. Concurrent graders on a node compute it once (a lock file).
+    touch it; its ``--out-dir`` is kept under ``$TRAINFAIL_HOME/oracles`` (or, not
+    ``persistent``, in a folder that lives as long as the grader) and mounted read-only for
+    every revision's judge. Concurrent graders on a node compute it once (a lock file).
     """
 
-    def __init__(self, grader: Grader, command: Sequence[str]) -> None:
+    def __init__(self, grader: Grader, command: Sequence[str], *, persistent: bool = True) -> None:
         self.grader = grader
         self.command = tuple(command)
+        self.root = home() / "oracles" if persistent else Path(tempfile.mkdtemp(prefix="trainfail-oracles-"))
 
     def key(self, scenario: Scenario) -> str:
         """Digest of what decides the oracle: grader files and runtime, scenario, topology, backend."""
@@ -431,7 +567,7 @@ class OracleCache:
         return bytes_digest(json.dumps([self.grader.grader_hash, request], sort_keys=True).encode())
 
     def folder(self, scenario: Scenario) -> Path:
-        return home() / "oracles" / self.grader.case.id.replace("/", "__") / self.key(scenario)[:24]
+        return self.root / self.grader.case.id.replace("/", "__") / self.key(scenario)[:24]
 
     def ensure(self, scenario: Scenario) -> tuple[Path | None, float, float]:
         """The scenario's oracle folder (``None`` when it cannot be made) and the device- and
@@ -455,10 +591,21 @@ class OracleCache:
         with tempfile.TemporaryDirectory(prefix="trainfail-oracle-") as scratch:
             root = Path(scratch)
             (root / "empty").mkdir()
+            io = root / "io"
+            io.mkdir()
+            (io / "scenario.json").write_text(json.dumps(self.grader.scenario_request(scenario), indent=2))
             argv = [*self.command, "--scenario", "/io/scenario.json", "--out-dir", "/io/oracle"]
-            result, lease = self.grader.run_harness(scenario, root / "empty", root / "io", argv)
-            made = root / "io" / "oracle"
-            if not result.ok or not made.is_dir():
+            mounts = (
+                Mount(self.grader.case.grader_dir, "/grader"),
+                Mount(HARNESSLIB_DIR, HARNESSLIB_MOUNT),
+                Mount(io, "/io", writable=True),
+            )
+            with self.grader.pool.lease(scenario.devices) as lease:
+                phase = self.grader._phase(
+                    f"oracle-{scenario.name}", root / "empty", mounts, argv, scenario.timeout_s, lease
+                )
+            made = io / "oracle"
+            if not phase.result.ok or not made.is_dir():
                 return False, lease
             (made / ORACLE_DONE).write_text(json.dumps({"scenario": scenario.name, "created": time.time()}))
             shutil.rmtree(folder, ignore_errors=True)
@@ -468,6 +615,103 @@ class OracleCache:
 
 #: Marks a complete oracle folder.
 ORACLE_DONE = ".complete"
+
+
+@dataclass(frozen=True)
+class ArtifactCheck:
+    """What the host found under a run phase's ``/out``: the bytes kept (regular files, by
+    their apparent size) and the paths it removed (links, FIFOs, sockets, devices)."""
+
+    total_bytes: int
+    removed: tuple[str, ...]
+
+
+def sanitize_artifacts(out: Path, limit_bytes: int) -> ArtifactCheck:
+    """Keep only regular files and folders under ``out`` (never following a link), and add up
+    their sizes, stopping once past ``limit_bytes``. The run sandbox is closed by now, so
+    nothing changes the tree behind this walk."""
+    total = 0
+    removed: list[str] = []
+    stack = [out]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                os.chmod(entry.path, 0o755)  # the judge must be able to read what the run left
+                stack.append(Path(entry.path))
+            elif stat.S_ISREG(info.st_mode):
+                os.chmod(entry.path, 0o644)
+                total += max(info.st_size, info.st_blocks * 512)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+                if len(removed) < 50:
+                    removed.append(os.path.relpath(entry.path, out))
+            if total > limit_bytes:
+                return ArtifactCheck(total, tuple(removed))
+    return ArtifactCheck(total, tuple(removed))
+
+
+def _run_facts(run: PhaseRun, check: ArtifactCheck, scenarios: int) -> dict[str, Any]:
+    """What the judge learns about the run phase from the host (``output_tail`` is the run's
+    own text: adversarial)."""
+    result = run.result
+    tail = (result.stdout + ("\n" + result.stderr if result.stderr else ""))[-RUN_OUTPUT_TAIL:]
+    return {
+        "exit_code": result.exit_code,
+        "timed_out": result.timed_out,
+        "oom_killed": result.oom_killed,
+        "duration_s": round(run.duration_s, 3),
+        "scenarios": scenarios,
+        "output_tail": tail,
+        "removed": list(check.removed),
+    }
+
+
+def _mount_of(mount: Mount, scenarios: Sequence[Scenario]) -> bool:
+    return any(mount.target == f"{ORACLE_MOUNT}/{s.name}" for s in scenarios)
+
+
+def _shares(
+    unit: Sequence[Scenario], outcomes: dict[str, dict[str, Any] | None], lease: Lease
+) -> dict[str, tuple[float, float]]:
+    """Each scenario's share of the unit's device- and queue-seconds, by the ``total_s`` its
+    outcome reports (an even split when any is missing or implausible)."""
+    weights = {s.name: _total_s(outcomes.get(s.name)) for s in unit}
+    if not all(weights.values()):
+        weights = dict.fromkeys(weights, 1.0)
+    total = sum(weights.values())
+    return {name: (lease.device_seconds * w / total, lease.queue_wait_s * w / total) for name, w in weights.items()}
+
+
+def _duration(outcome: ScenarioOutcome, unit_size: int, elapsed: float) -> float:
+    """A scenario's duration: its own ``total_s`` in a group, the unit's wall time alone."""
+    if unit_size > 1:
+        return min(float(outcome.timings.get("total_s", 0.0)), elapsed)
+    return elapsed
+
+
+def _why_unjudged(scenario: Scenario, result: UnitResult | None) -> str:
+    """The reason recorded for a scenario that never got a verdict."""
+    if result is None:
+        return "not graded"
+    data = result.outcomes.get(scenario.name)
+    if data is not None:
+        return _from_outcome(scenario, data).reason
+    judge = result.judge
+    if judge is None:
+        return "the judge did not run"
+    tail = (judge.result.stderr or judge.result.stdout).strip().splitlines()[-4:]
+    how = "timed out" if judge.result.timed_out else f"exit {judge.result.exit_code}"
+    return f"the judge wrote no outcome ({how}): " + " | ".join(tail)[-400:]
 
 
 def _unjudged(scenario: Scenario, reason: str, device_s: float, queue_s: float, started: float) -> ScenarioOutcome:
@@ -482,54 +726,43 @@ def _unjudged(scenario: Scenario, reason: str, device_s: float, queue_s: float, 
     )
 
 
-def _interpret(
-    scenario: Scenario, result: ExecResult, outcome: dict[str, Any] | None, device_s: float, queue_s: float
-) -> ScenarioOutcome:
-    """Turn what one harness run left behind into an outcome (``error`` = not judged)."""
-
-    def make(status: Status, reason: str, metrics: dict[str, Any] | None = None) -> ScenarioOutcome:
-        return ScenarioOutcome(
-            scenario=scenario.name,
-            kind=scenario.kind,
-            status=status,
-            reason=reason,
-            metrics=metrics or {},
-            device_seconds=device_s,
-            queue_wait_s=queue_s,
-        )
-
-    if result.timed_out:
-        return make("fail", f"scenario exceeded {scenario.timeout_s:.0f} s")
-    if outcome is None:
-        tail = (result.stderr or result.stdout).strip().splitlines()[-6:]
-        reason = f"the harness wrote no outcome (exit {result.exit_code}): " + " | ".join(tail)[-600:]
-        return make("error", reason, {"_retry": True})
-    return _from_outcome(scenario, outcome, device_s, queue_s)
+def _outcome(scenario: Scenario, status: Status, reason: str) -> ScenarioOutcome:
+    return ScenarioOutcome(scenario=scenario.name, kind=scenario.kind, status=status, reason=reason)
 
 
-def _from_outcome(scenario: Scenario, outcome: dict[str, Any], device_s: float, queue_s: float) -> ScenarioOutcome:
-    """The outcome a harness wrote, as a :class:`ScenarioOutcome` (``retry`` = not judged)."""
+def _from_outcome(scenario: Scenario, outcome: dict[str, Any]) -> ScenarioOutcome:
+    """The outcome a judge wrote, as a :class:`ScenarioOutcome` (``retry`` and anything
+    malformed are ``error``: not judged). Sizes are bounded: a judge may quote artifacts."""
     answered = outcome.get("status")
-    metrics = dict(outcome.get("metrics") or {})
-    timings = {k: float(v) for k, v in (outcome.get("timings") or {}).items() if _is_number(v)}
-    reason = str(outcome.get("reason", ""))[:1000]
+    metrics = _bounded_metrics(outcome.get("metrics"))
+    raw_timings = outcome.get("timings")
+    timings = (
+        {str(k)[:60]: float(v) for k, v in list(raw_timings.items())[:40] if _is_number(v) and math.isfinite(v)}
+        if isinstance(raw_timings, dict)
+        else {}
+    )
+    reason = str(outcome.get("reason", ""))[:MAX_REASON]
     status: Status = "error"
     if answered in ("pass", "fail"):
         status = "pass" if answered == "pass" else "fail"
     elif answered == "retry":
-        reason, metrics = f"not judged (retry): {reason}", {**metrics, "_retry": True}
+        reason = f"not judged (retry): {reason}"
     else:
-        reason = f"the harness answered status {answered!r}"
+        reason = f"the judge answered status {str(answered)[:40]!r}"
     return ScenarioOutcome(
-        scenario=scenario.name,
-        kind=scenario.kind,
-        status=status,
-        reason=reason,
-        metrics=metrics,
-        timings=timings,
-        device_seconds=device_s,
-        queue_wait_s=queue_s,
+        scenario=scenario.name, kind=scenario.kind, status=status, reason=reason, metrics=metrics, timings=timings
     )
+
+
+def _bounded_metrics(value: Any) -> dict[str, Any]:
+    """The judge's metrics, dropped whole when they are not a small JSON object."""
+    if not isinstance(value, dict):
+        return {}
+    try:
+        text = json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        return {}
+    return value if len(text) <= MAX_METRICS_BYTES else {"_dropped": f"metrics of {len(text)} bytes"}
 
 
 def _is_number(value: Any) -> bool:
@@ -537,17 +770,34 @@ def _is_number(value: Any) -> bool:
 
 
 def _total_s(outcome: dict[str, Any] | None) -> float:
-    """The ``timings.total_s`` an outcome reports (0 when it reports none)."""
+    """The ``timings.total_s`` an outcome reports (0 when it reports none or nonsense)."""
     timings = (outcome or {}).get("timings") or {}
     value: Any = timings.get("total_s") if isinstance(timings, dict) else None
-    return max(float(value), 0.0) if _is_number(value) else 0.0
+    if not _is_number(value) or not math.isfinite(value):
+        return 0.0
+    return min(max(float(value), 0.0), 1e7)
 
 
-def read_json_object(path: Path) -> dict[str, Any] | None:
-    """The JSON object in ``path``, or ``None`` when it is absent, unreadable or not an object."""
+def read_json_object(path: Path, max_bytes: int = 8 << 20) -> dict[str, Any] | None:
+    """The JSON object in ``path``, or ``None`` when it is absent, not a regular file, larger
+    than ``max_bytes``, unreadable or not an object. Never blocks on a FIFO, never follows a link."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            raw = handle.read(max_bytes + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -572,7 +822,7 @@ def apply_patch(workspace: Path, patch: Path) -> None:
             "-d",
             str(workspace),
             "-i",
-            str(patch),
+            str(patch.resolve()),
         ],
         capture_output=True,
         text=True,

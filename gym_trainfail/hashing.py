@@ -3,10 +3,16 @@
 A tree's digest is the SHA-256 of its canonical manifest (sorted relative paths, each with
 its content digest and executable bit, or its symlink target), so two trees with the same
 content have the same digest wherever they live.
+
+Sizes come before content: :func:`manifest` with ``max_bytes`` weighs the whole tree from
+``lstat`` alone (:func:`footprint`) and refuses it before reading a byte, so a sparse 20 GB
+file costs a stat, not minutes of hashing. Files are opened without blocking and checked to be
+regular, so a FIFO swapped in after the walk is refused instead of waited on.
 """
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import hashlib
 import json
@@ -35,10 +41,30 @@ class Entry:
         return {"sha256": self.digest, "size": self.size, "x": self.executable}
 
 
-def file_digest(path: Path) -> str:
-    """SHA-256 of a file's bytes."""
+class TreeTooLargeError(ValueError):
+    """A tree weighs more than its caller allows; raised before any of its files is read."""
+
+    def __init__(self, total: int, limit: int, largest: list[tuple[str, int]]) -> None:
+        super().__init__(f"the tree weighs {total} bytes, more than {limit}")
+        self.total = total
+        self.limit = limit
+        #: The heaviest files, ``(relative path, footprint)``, heaviest first.
+        self.largest = largest
+
+
+def footprint(info: os.stat_result) -> int:
+    """What a file weighs: its size (what hashing and copying read, holes included) or the disk
+    allocated to it (which may run past its size), whichever is larger."""
+    return max(info.st_size, info.st_blocks * 512)
+
+
+def file_digest(path: Path, *, follow_symlinks: bool = True) -> str:
+    """SHA-256 of a regular file's bytes; anything else is refused with ``OSError``, never waited on."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    with os.fdopen(os.open(path, flags), "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
         while chunk := handle.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
@@ -102,20 +128,29 @@ def manifest(
     include: Iterable[str] | None = None,
     exclude: Iterable[str] = (),
     cache: StatCache | None = None,
+    max_bytes: int | None = None,
 ) -> list[Entry]:
     """The sorted manifest of a tree (regular files and symlinks; special files are skipped).
 
     With ``cache``, a file whose size, mtime, ctime and inode are unchanged is not read again.
+    With ``max_bytes``, a tree whose files' footprints add up to more raises
+    :class:`TreeTooLargeError` before any file is read.
     """
+    found = list(walk_tree(root, include=include, exclude=exclude))
+    if max_bytes is not None:
+        weights = [(rel, footprint(st)) for rel, _, st in found if stat.S_ISREG(st.st_mode)]
+        total = sum(weight for _, weight in weights)
+        if total > max_bytes:
+            raise TreeTooLargeError(total, max_bytes, sorted(weights, key=lambda item: (-item[1], item[0]))[:3])
     entries = []
-    for rel, full, st in walk_tree(root, include=include, exclude=exclude):
+    for rel, full, st in found:
         if stat.S_ISLNK(st.st_mode):
             entries.append(Entry(path=rel, link=os.readlink(full)))
         elif stat.S_ISREG(st.st_mode):
             key = (rel, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
             digest = cache.get(key) if cache is not None else None
             if digest is None:
-                digest = file_digest(full)
+                digest = file_digest(full, follow_symlinks=False)
                 if cache is not None:
                     cache[key] = digest
             entries.append(Entry(path=rel, digest=digest, size=st.st_size, executable=bool(st.st_mode & 0o111)))

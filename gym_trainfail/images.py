@@ -37,7 +37,7 @@ from gym_trainfail.arms import Arm, get_arm
 from gym_trainfail.errors import SandboxUnavailableError, TrainFailError
 from gym_trainfail.hashing import bytes_digest, file_digest
 from gym_trainfail.paths import containers_dir, home
-from gym_trainfail.runtimes import Runtime, arm_hooks, build_runtime, postbuild_scripts
+from gym_trainfail.runtimes import DECOY_MODULE, Runtime, arm_hooks, build_runtime, postbuild_scripts
 from gym_trainfail.sandbox.docker_engine import LABEL, Engine, connect, docker_host, engine_errors
 
 #: ``--base`` value that means "the base image made locally with debootstrap".
@@ -189,6 +189,8 @@ def runtime_files(arm: Arm) -> list[Path]:
     the control image's build never sees a file of the other arm)."""
     folder = containers_dir() / "runtime"
     hooks = [folder / ("blocker" if arm.blocks_traincheck else "tracker") / name for name in arm_hooks(arm)]
+    if arm.blocks_traincheck:
+        hooks.append(folder / "blocker" / DECOY_MODULE)
     return sorted({*_requirement_files(arm.requirements_file), *hooks, *postbuild_scripts()})
 
 

@@ -1,6 +1,7 @@
 """The episode ledger: append-only JSONL, flushed per event.
 
-Every event has ``event`` (its kind) and ``t`` (wall-clock seconds since the epoch). Kinds:
+Only the host writes events. Every event has ``event`` (its kind) and ``t`` (wall-clock seconds
+since the epoch). Kinds:
 
 ``reset``       case, arm, sandbox, seed — the episode starts
 ``step``        index, tool, arguments, start, end, status (``ok`` / ``error``), exit code
@@ -9,16 +10,28 @@ Every event has ``event`` (its kind) and ``t`` (wall-clock seconds since the epo
 ``submit``      revision, tree
 ``suspension``  start, end, reason — time the episode was not running (provider waits, crashes)
 ``sandbox``     what happened to the sandbox (lost, restored)
-``blocked``     an arm blocker refused something (kind, detail)
+``audit``       step, tool, source, report — what was seen of the arm's withheld or measured tool
+                (TrainCheck use, blocked attempts, mentions); see below
 ``finish``      reason (``finish``, ``budget:<name>``, ``reset``, ``close``)
 
+``audit`` events are the only kind that carries what came out of a sandbox, and nothing reads
+them as any other kind. ``source`` says who saw it: ``watch`` (the host's inotify watch on its
+private copies of the arm's files: ``report`` = type ``access``, target, access, count, paths),
+``hook`` (the arm's hooks inside the sandbox over the audit channel: a schema-checked report of
+type ``blocked`` or ``usage``, see :mod:`gym_trainfail.sandbox.audit`; the agent could forge
+one, never another kind of event) or ``call`` (the host's scan of tool calls: type ``mention``).
+Lines on the audit channel that fail the schema are dropped and counted in the step event
+(``forged_audit_records``).
+
 :func:`summarize` derives raw and adjusted wall time, tokens and device-seconds, optionally
-up to a point in the episode (the first valid revision).
+up to a point in the episode (the first valid revision). It reads only host events and never
+goes negative: a malformed or negative value counts as nothing.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -98,42 +111,67 @@ class Summary:
         return data
 
 
+def _number(value: object) -> float | None:
+    """A finite number, or ``None`` (bools, strings, NaN and infinities are not numbers here)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _count(value: object) -> int:
+    """A non-negative whole count; anything else counts as 0."""
+    number = _number(value)
+    return int(number) if number is not None and number > 0 else 0
+
+
 def _overlap(start: float, end: float, until: float) -> float:
     return max(0.0, min(end, until) - start)
+
+
+def _window(event: Mapping[str, Any], first: str, second: str) -> tuple[float, float] | None:
+    """``(event[first], event[second])`` when both are numbers in order, else ``None``."""
+    start, end = _number(event.get(first)), _number(event.get(second))
+    if start is None or end is None or end < start:
+        return None
+    return start, end
 
 
 def summarize(events: Iterable[Mapping[str, Any]], until: float | None = None) -> Summary:
     """Accounting of ``events`` up to wall time ``until`` (the whole episode when ``None``).
 
     Adjusted time = raw − device-queue waits − suspensions, each clipped to the window.
-    Device-seconds of a job count only once it was released inside the window.
+    Device-seconds of a job count only once it was released inside the window. Events without a
+    valid time, and values that are not non-negative numbers, are ignored.
     """
-    events = list(events)
-    starts = [e["t"] for e in events if e["event"] == "reset"]
-    start = starts[0] if starts else (events[0]["t"] if events else 0.0)
+    events = [e for e in events if _number(e.get("t")) is not None]
+    starts = [float(e["t"]) for e in events if e.get("event") == "reset"]
+    start = starts[0] if starts else (float(events[0]["t"]) if events else 0.0)
     if until is None:
-        finishes = [e["t"] for e in events if e["event"] == "finish"]
+        finishes = [float(e["t"]) for e in events if e.get("event") == "finish"]
         until = finishes[-1] if finishes else max((_event_end(e) for e in events), default=start)
     queue = suspended = solver = grader = 0.0
     tokens_in = tokens_out = tokens_cached = steps = submits = 0
     estimated = False
     for e in events:
-        kind = e["event"]
-        if kind == "device" and e.get("started_at") is not None:
-            released = e.get("released_at") is not None and e["released_at"] <= until
+        kind = e.get("event")
+        if kind == "device" and _number(e.get("started_at")) is not None:
+            released = _number(e.get("released_at"))
+            seconds = max(0.0, _number(e.get("device_seconds")) or 0.0)
+            counted = seconds if released is not None and released <= until else 0.0
             if e.get("role", "solver") == "grader":
-                grader += float(e["device_seconds"]) if released else 0.0
+                grader += counted
                 continue
-            queue += _overlap(e["queued_at"], e["started_at"], until)
-            solver += float(e["device_seconds"]) if released else 0.0
-        elif kind == "suspension":
-            suspended += _overlap(e["start"], e["end"], until)
-        elif e["t"] > until:
+            waited = _window(e, "queued_at", "started_at")
+            queue += _overlap(*waited, until) if waited is not None else 0.0
+            solver += counted
+        elif kind == "suspension" and (window := _window(e, "start", "end")) is not None:
+            suspended += _overlap(*window, until)
+        elif float(e["t"]) > until:
             continue
         elif kind == "tokens":
-            tokens_in += int(e.get("input", 0))
-            tokens_out += int(e.get("output", 0))
-            tokens_cached += int(e.get("cached_input", 0))
+            tokens_in += _count(e.get("input", 0))
+            tokens_out += _count(e.get("output", 0))
+            tokens_cached += _count(e.get("cached_input", 0))
             estimated = estimated or bool(e.get("estimated", False))
         elif kind == "step":
             steps += 1
@@ -147,7 +185,7 @@ def summarize(events: Iterable[Mapping[str, Any]], until: float | None = None) -
         suspended_seconds=suspended,
         input_tokens=tokens_in,
         output_tokens=tokens_out,
-        cached_input_tokens=tokens_cached,
+        cached_input_tokens=min(tokens_cached, tokens_in),
         tokens_estimated=estimated,
         solver_device_seconds=solver,
         grader_device_seconds=grader,
@@ -158,11 +196,11 @@ def summarize(events: Iterable[Mapping[str, Any]], until: float | None = None) -
 
 def _event_end(event: Mapping[str, Any]) -> float:
     for key in ("end", "released_at"):
-        if event.get(key) is not None:
-            return float(event[key])
+        if (value := _number(event.get(key))) is not None:
+            return value
     return float(event["t"])
 
 
 def iter_kind(events: Iterable[Event], kind: str) -> Iterator[Event]:
     """Events of one kind, in order."""
-    return (e for e in events if e["event"] == kind)
+    return (e for e in events if e.get("event") == kind)

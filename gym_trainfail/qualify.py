@@ -2,13 +2,13 @@
 
 The unmodified workspace must pass every healthy scenario and fail every failure scenario,
 identically on each repeat; the reference repair must pass every scenario; each shipped wrong
-repair must fail at least one; and no grader canary may appear in what the agent sees
-(workspace, prompt, tool specs).
+repair and each shipped forgery (a revision that tries to forge its grade) must fail at least
+one; and no grader canary may appear in what the agent sees
+(workspace, prompt, tool specs) or in the run kit (which the revision's code can read).
 
-For a case with a ``grader.group_command``, every other repeat of the unmodified workspace and
-the wrong repairs are graded in scenario groups, the rest one launch per scenario: a case
-whose grouped verdicts differ from its one-launch verdicts is refused like a
-non-deterministic one.
+Every other repeat of the unmodified workspace and the wrong repairs are graded in scenario
+groups, the rest one scenario per run: a case whose grouped verdicts differ from its
+one-scenario verdicts is refused like a non-deterministic one.
 """
 
 from __future__ import annotations
@@ -28,6 +28,28 @@ from gym_trainfail.hashing import walk_tree
 from gym_trainfail.tools import tool_specs
 
 CANARY_RE = re.compile(r"TRAINFAIL-CANARY-[0-9a-f]{32}")
+#: The heading of the forced-settings section in ``grader/README.md``.
+FORCED_HEADING = "Forced settings"
+
+
+def forced_settings(case: CaseSpec) -> str:
+    """The Markdown table under the grader README's forced-settings heading ('' when absent)."""
+    path = case.grader_dir / "README.md"
+    if not path.is_file():
+        return ""
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    inside, table = False, list[str]()
+    for line in lines:
+        if line.startswith("#"):
+            if table:
+                break
+            inside = FORCED_HEADING.lower() in line.lower()
+            continue
+        if inside and line.lstrip().startswith("|"):
+            table.append(line.rstrip())
+        elif table:
+            break
+    return "\n".join(table) if len(table) >= 3 else ""
 
 
 @dataclass(frozen=True)
@@ -35,7 +57,7 @@ class VariantResult:
     """One graded variant of the workspace."""
 
     label: str
-    kind: str  # "unmodified" | "reference" | "wrong"
+    kind: str  # "unmodified" | "reference" | "wrong" | "forgery"
     receipt: Receipt
 
 
@@ -47,6 +69,8 @@ class Qualification:
     variants: list[VariantResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: The grader's forced-settings table (``grader/README.md``), as Markdown.
+    forced_settings: str = ""
 
     @property
     def admitted(self) -> bool:
@@ -58,6 +82,7 @@ class Qualification:
             "admitted": self.admitted,
             "problems": self.problems,
             "seconds": round(self.seconds, 1),
+            "forced_settings": self.forced_settings,
             "variants": [
                 {
                     "label": v.label,
@@ -94,20 +119,28 @@ def qualify(
 ) -> Qualification:
     """Run the admission gate on ``case``."""
     started = time.monotonic()
-    result = Qualification(case=case.id)
+    result = Qualification(case=case.id, forced_settings=forced_settings(case))
     result.problems.extend(leak_scan(case))
+    if not result.forced_settings:
+        result.problems.append(
+            f"the grader lists no forced settings: add a '{FORCED_HEADING}' section with a table to grader/README.md "
+            "(every setting the grader forces away from the shipped config or README, and the scenario that covers "
+            "the shipped value or why the objective cannot depend on it)"
+        )
     single = Grader(case, sandbox=sandbox, cache=False, group_scenarios=False)
-    grouped = Grader(case, sandbox=sandbox, cache=False) if case.group_command else single
+    grouped = Grader(case, sandbox=sandbox, cache=False)
+    # (label, kind, patch, grader); a wrong repair needs one failing scenario, not its whole table
     variants: list[tuple[str, str, Path | None, Grader]] = [
         (f"unmodified#{i + 1}", "unmodified", None, grouped if i % 2 else single) for i in range(repeats)
     ]
     variants.append(("reference", "reference", case.reference_patch, single))
     if wrong_repairs:
         variants += [(f"wrong:{name}", "wrong", patch, grouped) for name, patch in case.wrong_repairs.items()]
+        variants += [(f"forgery:{name}", "forgery", patch, grouped) for name, patch in case.forgeries.items()]
     for label, kind, patch, grader in variants:
         if grader is not single:
             label += " (grouped)"
-        receipt = _grade_variant(grader, case, patch, label, progress)
+        receipt = _grade_variant(grader, case, patch, label, progress, stop_at_first_fail=kind in ("wrong", "forgery"))
         result.variants.append(VariantResult(label, kind, receipt))
     result.problems.extend(_judge(case, result.variants))
     result.seconds = time.monotonic() - started
@@ -115,7 +148,13 @@ def qualify(
 
 
 def _grade_variant(
-    grader: Grader, case: CaseSpec, patch: Path | None, label: str, progress: Progress | None
+    grader: Grader,
+    case: CaseSpec,
+    patch: Path | None,
+    label: str,
+    progress: Progress | None,
+    *,
+    stop_at_first_fail: bool = False,
 ) -> Receipt:
     with tempfile.TemporaryDirectory(prefix="trainfail-qualify-") as scratch:
         workspace = Path(scratch) / "workspace"
@@ -123,7 +162,7 @@ def _grade_variant(
         if patch is not None:
             apply_patch(workspace, patch)
         hook = (lambda name, outcome: progress(label, name, outcome)) if progress else None
-        return grader.grade_dir(workspace, progress=hook)
+        return grader.grade_dir(workspace, progress=hook, stop_at_first_fail=stop_at_first_fail)
 
 
 def _judge(case: CaseSpec, variants: list[VariantResult]) -> list[str]:
@@ -145,14 +184,14 @@ def _judge(case: CaseSpec, variants: list[VariantResult]) -> list[str]:
     patterns = {tuple((o.scenario, o.status) for o in v.receipt.outcomes) for v in unmodified}
     if len(patterns) > 1:
         problems.append(
-            "the unmodified workspace gave different verdicts on repeated runs (not deterministic"
-            + (", or grouped launches judge differently from one launch per scenario)" if case.group_command else ")")
+            "the unmodified workspace gave different verdicts on repeated runs (not deterministic, "
+            "or scenario groups judge differently from one scenario per run)"
         )
     for variant in variants:
         if variant.kind == "reference" and not variant.receipt.passed:
             failing = [o.scenario for o in variant.receipt.outcomes if o.status != "pass"]
             problems.append(f"the reference repair does not pass: {failing}")
-        if variant.kind == "wrong" and variant.receipt.status == "pass":
+        if variant.kind in ("wrong", "forgery") and variant.receipt.status == "pass":
             problems.append(f"{variant.label} passes every scenario; the grader must reject it")
     return problems
 
@@ -173,9 +212,10 @@ def leak_scan(case: CaseSpec) -> list[str]:
         "prompt": case.prompt,
         "tool specs": json.dumps(tool_specs("/workspace", "devices", 0)),
     }
-    for rel, path, _ in walk_tree(case.workspace_dir):
-        if path.is_file() and not path.is_symlink():
-            visible[f"workspace/{rel}"] = path.read_bytes().decode("utf-8", "replace")
+    for folder, label in ((case.workspace_dir, "workspace"), (case.kit_dir, f"grader/{case.kit} (the run kit)")):
+        for rel, path, _ in walk_tree(folder):
+            if path.is_file() and not path.is_symlink():
+                visible[f"{label}/{rel}"] = path.read_bytes().decode("utf-8", "replace")
     for where, content in visible.items():
         for canary in canaries:
             if canary in content:

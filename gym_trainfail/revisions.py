@@ -12,17 +12,18 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gym_trainfail.errors import ToolError
-from gym_trainfail.hashing import Entry, StatCache, manifest, manifest_digest
+from gym_trainfail.hashing import Entry, StatCache, TreeTooLargeError, manifest, manifest_digest
 
 #: Never part of a snapshot, whatever the case says.
 ALWAYS_EXCLUDED = ("__pycache__", "*.pyc", ".ipynb_checkpoints")
-#: A snapshot larger than this is refused (outputs and checkpoints belong in excluded folders).
+#: A snapshot larger than this is refused (outputs and checkpoints belong in excluded folders), before
+#: any file is hashed; a file weighs its size or its allocated blocks, whichever is larger.
 MAX_SNAPSHOT_BYTES = 256 << 20
 
 
@@ -64,12 +65,20 @@ class ObjectStore:
         return self.root / digest[:2] / digest[2:]
 
     def put(self, source: Path, digest: str) -> None:
+        """Store the file ``source``, whose SHA-256 is ``digest``, unless the store holds it."""
+        self._publish(digest, lambda partial: shutil.copyfile(source, partial))
+
+    def put_bytes(self, data: bytes, digest: str) -> None:
+        """Store ``data``, whose SHA-256 is ``digest``, unless the store holds it."""
+        self._publish(digest, lambda partial: partial.write_bytes(data))
+
+    def _publish(self, digest: str, write: Callable[[Path], object]) -> None:
         target = self.path(digest)
         if target.exists():
             return
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        shutil.copyfile(source, partial)
+        write(partial)
         partial.chmod(0o444)
         os.replace(partial, target)
 
@@ -77,16 +86,15 @@ class ObjectStore:
 def snapshot(workspace: Path, store: ObjectStore, exclude: Iterable[str] = (), cache: StatCache | None = None) -> Tree:
     """Record the workspace's content into ``store`` and return its tree."""
     excluded = (*ALWAYS_EXCLUDED, *exclude)
-    entries = manifest(workspace, exclude=excluded, cache=cache)
-    total = sum(e.size for e in entries)
-    if total > MAX_SNAPSHOT_BYTES:
-        largest = sorted(entries, key=lambda e: -e.size)[:3]
-        names = ", ".join(f"{e.path} ({e.size >> 20} MiB)" for e in largest)
+    try:
+        entries = manifest(workspace, exclude=excluded, cache=cache, max_bytes=MAX_SNAPSHOT_BYTES)
+    except TreeTooLargeError as exc:
+        names = ", ".join(f"{path} ({weight >> 20} MiB)" for path, weight in exc.largest)
         raise ToolError(
-            f"the workspace holds {total >> 20} MiB of files, above the {MAX_SNAPSHOT_BYTES >> 20} MiB a "
+            f"the workspace holds {exc.total >> 20} MiB of files, above the {MAX_SNAPSHOT_BYTES >> 20} MiB a "
             f"revision may hold; largest: {names}. Move run outputs into an excluded folder "
             f"({', '.join(exclude) or 'none configured'}) or delete them, then try again."
-        )
+        ) from None
     for entry in entries:
         if entry.link is None:
             store.put(workspace / entry.path, entry.digest)

@@ -27,12 +27,22 @@ from gym_trainfail.hashing import bytes_digest
 from gym_trainfail.paths import containers_dir, runtimes_dir
 
 #: Bump when the build procedure changes in a way the inputs do not show.
-BUILD_SCHEMA = "2"
+BUILD_SCHEMA = "3"
 COMPLETE_MARKER = ".complete"
 BLOCKER_MODULE = "_trainfail_blocker.py"
 BLOCKER_PTH = "_trainfail_blocker.pth"
 TRACKER_MODULE = "_trainfail_usage.py"
 TRACKER_PTH = "_trainfail_usage.pth"
+DECOY_MODULE = "_trainfail_decoy.py"
+#: In a blocking arm's runtime (relative to its root): a folder holding only the decoy
+#: ``traincheck`` package, put on the episode sandbox's ``PYTHONPATH`` so that ``python -S``
+#: (which skips the blocker) still reaches something the host watches.
+DECOY_DIR = "blocked"
+DECOY_PACKAGE = f"{DECOY_DIR}/traincheck"
+#: Empty files the blocker opens when it refuses something (one per kind of refusal): the host
+#: watches them, so a refusal is seen even when the audit channel is not.
+REFUSALS_DIR = "refusals"
+REFUSAL_KINDS = ("import", "open", "command")
 
 
 @dataclass(frozen=True)
@@ -156,6 +166,11 @@ def arm_hooks(arm: Arm) -> dict[str, str]:
     return blocker_sources() if arm.blocks_traincheck else tracker_sources()
 
 
+def decoy_source() -> str:
+    """The control arm's stand-in ``traincheck/__init__.py`` (see :data:`DECOY_DIR`)."""
+    return (containers_dir() / "runtime" / "blocker" / DECOY_MODULE).read_text()
+
+
 def runtime_digest(arm: Arm, python_version: str) -> str:
     """Content hash of everything a runtime is built from."""
     parts = [
@@ -166,6 +181,8 @@ def runtime_digest(arm: Arm, python_version: str) -> str:
         *(f"{p.name}:{bytes_digest(p.read_bytes())}" for p in postbuild_scripts()),
     ]
     parts.extend(f"{k}:{bytes_digest(v.encode())}" for k, v in sorted(arm_hooks(arm).items()))
+    if arm.blocks_traincheck:
+        parts.append(f"{DECOY_MODULE}:{bytes_digest(decoy_source().encode())}")
     return bytes_digest("\n".join(parts).encode())
 
 
@@ -230,6 +247,7 @@ def build_runtime(arm_name: str, *, progress: Progress = lambda _: None, force: 
             (runtime.site_packages / name).write_text(source)
         if arm.blocks_traincheck:
             _write_command_shims(runtime)
+            _write_decoy(runtime)
         runtime.extensions_dir.mkdir()
         for script in postbuild_scripts():
             progress(f"running build hook {script.name}")
@@ -272,6 +290,18 @@ def _write_command_shims(runtime: Runtime) -> None:
             f"b._report('command', {command!r}); sys.exit(b.MESSAGE)\"\n"
         )
         shim.chmod(0o755)
+
+
+def _write_decoy(runtime: Runtime) -> None:
+    # The decoy package and the refusal markers are where the host's watch looks (gym_trainfail.
+    # sandbox.watch): each sandbox shows a private copy over them, so they must exist here.
+    package = runtime.root / DECOY_PACKAGE
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(decoy_source())
+    refusals = runtime.root / REFUSALS_DIR
+    refusals.mkdir()
+    for kind in REFUSAL_KINDS:
+        (refusals / kind).write_text("")
 
 
 def _run(argv: list[str], log: Path, extra_env: dict[str, str] | None = None) -> None:

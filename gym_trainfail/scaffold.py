@@ -1,9 +1,9 @@
 """``trainfail case new``: a new case folder that passes schema validation.
 
-The scaffold is a small but real two-rank gloo pipeline with a harness that follows the
-grader protocol, a fresh grader canary, one healthy and one failure scenario, and a reference
-patch. It is a starting point: it does not pass qualification until the author puts a real
-failure in it (qualification says why).
+The scaffold is a small but real two-rank gloo pipeline with a two-phase grader (a run kit
+that launches it, a judge that decides; docs/grader-protocol.md), a fresh grader canary, one
+healthy and one failure scenario, and a reference patch. It is a starting point: it does not
+pass qualification until the author puts a real failure in it (qualification says why).
 """
 
 from __future__ import annotations
@@ -45,7 +45,10 @@ tensor_parallel = 1
 devices_per_job = 2
 
 [grader]
-command = ["python", "/grader/harness.py"]
+# The run phase: runs the revision (hostile); sees only grader/kit at /kit.
+run_command = ["python", "/kit/run.py"]
+# The judge phase: no revision code; reads the run's artifacts and writes the verdicts.
+judge_command = ["python", "/grader/judge.py"]
 
 [budgets]
 steps = 150
@@ -131,8 +134,54 @@ world_size = 2
 seed = 0
 """
 
-_HARNESS = '''\
-"""Grader harness for {case_id} (protocol: docs/case-authoring.md).
+_KIT_RUN = '''\
+"""Run phase for {case_id}: launch the pipeline for each scenario, keep its outputs.
+
+Runs beside the revision's code, which can read and change everything here: it writes no
+verdict, only artifacts under --out-dir/<scenario>/ for the judge (docs/grader-protocol.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scenarios", type=Path, required=True)
+    parser.add_argument("--out-dir", type=Path, required=True)
+    args = parser.parse_args()
+    for scenario in json.loads(args.scenarios.read_text()):
+        params = scenario["params"]
+        out = args.out_dir / scenario["name"]
+        out.mkdir(parents=True)
+        workspace = Path("/tmp") / f"workspace-{{scenario['name']}}"
+        shutil.copytree(Path.cwd(), workspace)
+        started = time.monotonic()
+        with (out / "train.log").open("wb") as log:
+            proc = subprocess.run(
+                ["torchrun", "--standalone", "--nproc_per_node", str(params["world_size"]), "train.py",
+                 "--seed", str(params["seed"]), "--out", str(out / "metrics.json")],
+                cwd=workspace, stdout=log, stderr=subprocess.STDOUT, timeout=scenario.get("timeout_s", 300),
+            )
+        timings = {{"total_s": time.monotonic() - started, "exit_code": proc.returncode}}
+        (out / "timings.json").write_text(json.dumps(timings))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+_JUDGE = '''\
+"""Judge phase for {case_id}: compare what each run reported with the grader's own answer.
+
+No revision code runs here. Everything under --artifacts was written next to the revision's
+code: read it as bounded, type-checked data, never execute it.
 
 {canary}
 """
@@ -141,12 +190,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
-import time
+import math
 from pathlib import Path
+from typing import Any
 
 import torch
+
+TOLERANCE = 1e-6
 
 
 def oracle(world_size: int, seed: int) -> float:
@@ -155,41 +205,62 @@ def oracle(world_size: int, seed: int) -> float:
     return torch.cat(samples).mean().item()
 
 
+def reported_mean(folder: Path) -> float | None:
+    """The run's ``global_mean``, or None when it is missing or malformed."""
+    path = folder / "metrics.json"
+    if not path.is_file() or path.is_symlink() or path.stat().st_size > 10_000:
+        return None
+    try:
+        value = json.loads(path.read_text()).get("global_mean")
+    except (ValueError, AttributeError):
+        return None
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+def judge(scenario: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """One scenario's outcome."""
+    params = scenario["params"]
+    reported = reported_mean(folder)
+    if reported is None:
+        return {{"status": "fail", "reason": "the run wrote no usable outputs/metrics.json"}}
+    error = abs(reported - oracle(params["world_size"], params["seed"]))
+    ok = error <= TOLERANCE
+    return {{"status": "pass" if ok else "fail", "reason": "" if ok else f"global_mean off by {{error:.3e}}",
+            "metrics": {{"abs_error": error}}}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--scenario", required=True)
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--scenarios", type=Path, required=True)
+    parser.add_argument("--artifacts", type=Path, required=True)
+    parser.add_argument("--run", type=Path, required=True)
+    parser.add_argument("--out-dir", type=Path, required=True)
     args = parser.parse_args()
-    scenario = json.loads(Path(args.scenario).read_text())
-    params = scenario["params"]
-    out = Path("/tmp/grader-metrics.json")
-    started = time.monotonic()
-    proc = subprocess.run(
-        ["torchrun", "--standalone", "--nproc_per_node", str(params["world_size"]), "train.py",
-         "--seed", str(params["seed"]), "--out", str(out)],
-        capture_output=True, text=True, timeout=scenario.get("timeout_s", 300),
-    )
-    train_s = time.monotonic() - started
-    if not out.exists():
-        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
-        result = {{"status": "fail", "reason": f"no metrics written (exit {{proc.returncode}}): {{tail}}"[:500]}}
-    else:
-        reported = json.loads(out.read_text())["global_mean"]
-        expected = oracle(params["world_size"], params["seed"])
-        error = abs(reported - expected)
-        result = {{
-            "status": "pass" if error <= 1e-6 else "fail",
-            "reason": "" if error <= 1e-6 else f"global_mean off by {{error:.3e}}",
-            "metrics": {{"abs_error": error}},
-        }}
-    result["timings"] = {{"launch_s": 0.0, "startup_s": 0.0, "train_s": train_s, "oracle_s": 0.0}}
-    Path(args.out).write_text(json.dumps(result))
-    sys.exit(0)
+    for scenario in json.loads(args.scenarios.read_text()):
+        outcome = judge(scenario, args.artifacts / scenario["name"])
+        (args.out_dir / f"{{scenario['name']}}.json").write_text(json.dumps(outcome))
 
 
 if __name__ == "__main__":
     main()
 '''
+
+_GRADER_README = """\
+# Grader of {case_id}
+
+`kit/run.py` (the run phase, beside the revision's code) launches the pipeline per scenario;
+`judge.py` (trusted) compares what it reported with the grader's own answer.
+
+## Forced settings
+
+Every setting the grader forces away from the shipped configuration or README, and the scenario
+that covers the shipped value (or why the objective cannot depend on it).
+
+| setting | shipped | grader | covered by |
+|---|---|---|---|
+| `--out` | `outputs/metrics.json` | the run's artifact folder | where the result is written cannot change it |
+| ranks | `$NPROC` (2) | 1 and 2 | `equal-shards` (1), `two-ranks` (2) |
+"""
 
 #: The reference repair of the scaffold: sum and count across ranks, then divide.
 _REPAIR = (
@@ -240,7 +311,9 @@ def scaffold_case(name: str, parent: Path, namespace: str = "TrainFail") -> Case
         "workspace/run.sh": _RUN_SH,
         "workspace/train.py": _TRAIN_PY.format(),
         "grader/scenarios.toml": _SCENARIOS,
-        "grader/harness.py": _HARNESS.format(case_id=case_id, canary=canary),
+        "grader/kit/run.py": _KIT_RUN.format(case_id=case_id),
+        "grader/judge.py": _JUDGE.format(case_id=case_id, canary=canary),
+        "grader/README.md": _GRADER_README.format(case_id=case_id),
         "grader/reference.patch": _reference_patch(_TRAIN_PY.format()),
     }
     for relative, content in files.items():

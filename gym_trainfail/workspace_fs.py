@@ -3,11 +3,19 @@
 They run on the host against the sandbox's bind-mounted workspace. Every path is resolved
 through symlinks and must stay inside the workspace; ``..``, absolute paths elsewhere and
 symlinks that point out are refused with a :class:`~gym_trainfail.errors.ToolError`.
+
+Only regular files are read or written. A FIFO, socket or device (or a symlink to one) is
+refused from its ``lstat`` before anything opens it, and the open itself never blocks, never
+follows a symlink and is checked with ``fstat``, so a path swapped between check and open is
+refused too. Sizes are looked at before any byte is read: a file is never read whole to tell
+text from binary, and files over :data:`MAX_TEXT_FILE_BYTES` are not read whole at all.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import shlex
 import stat
 from pathlib import Path
 
@@ -16,6 +24,12 @@ from gym_trainfail.errors import ToolError
 MAX_READ_CHARS = 40_000
 MAX_WRITE_BYTES = 2 << 20
 MAX_LIST_ENTRIES = 400
+#: How much of a file ``read`` looks at to tell text from binary.
+SNIFF_BYTES = 8192
+#: The file tools read no file whole past this size (or past this much disk allocated to it).
+MAX_TEXT_FILE_BYTES = 16 << 20
+#: What an open that must not block or follow a final symlink answers for a special file.
+_NOT_REGULAR_ERRNOS = frozenset({errno.ENXIO, errno.ELOOP, errno.EISDIR, errno.ENODEV, errno.EOPNOTSUPP})
 SKIPPED_DIRS = frozenset({"__pycache__", ".git", ".ipynb_checkpoints"})
 
 
@@ -61,13 +75,7 @@ class WorkspaceFiles:
         target = self.resolve(path, must_exist=True)
         if target.is_dir():
             raise ToolError(f"{path!r} is a directory; use list_files")
-        if not stat.S_ISREG(target.stat().st_mode):
-            raise ToolError(f"{path!r} is not a regular file")
-        data = target.read_bytes()
-        if b"\x00" in data[:8192]:
-            raise ToolError(
-                f"{path!r} is a binary file ({len(data)} bytes); inspect it with the shell tool (e.g. `xxd | head`)"
-            )
+        data = self._load(target, path, refuse_binary=True)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -99,10 +107,15 @@ class WorkspaceFiles:
             raise ToolError(f"{path!r} is a directory")
         if target == self.root.resolve():
             raise ToolError("give a file path, not the workspace itself")
+        existing = _lstat(target)
+        if existing is not None:
+            _require_regular(existing.st_mode, path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        existed = target.exists()
-        target.write_bytes(data)
-        verb = "overwrote" if existed else "created"
+        # No O_TRUNC: nothing is truncated before fstat has shown a regular file.
+        with os.fdopen(self._open_regular(target, path, os.O_WRONLY | os.O_CREAT), "wb") as handle:
+            handle.truncate(0)
+            handle.write(data)
+        verb = "overwrote" if existing is not None else "created"
         return f"{verb} {self.display(target)} ({len(data)} bytes)"
 
     def edit(self, path: str, old_text: str, new_text: str, replace_all: bool = False) -> str:
@@ -126,12 +139,65 @@ class WorkspaceFiles:
 
     def read_whole(self, path: str) -> str:
         target = self.resolve(path, must_exist=True)
-        if not target.is_file():
-            raise ToolError(f"{path!r} is not a regular file")
+        data = self._load(target, path, refuse_binary=False)
         try:
-            return target.read_text(encoding="utf-8")
+            return data.decode("utf-8")
         except UnicodeDecodeError:
             raise ToolError(f"{path!r} is not UTF-8 text; edit it with the shell tool") from None
+
+    def _load(self, target: Path, path: str, *, refuse_binary: bool) -> bytes:
+        """The bytes of the regular file ``target``: its size checked first, a prefix sniffed for
+        binary content, and never more than :data:`MAX_TEXT_FILE_BYTES` read."""
+        with os.fdopen(self._open_regular(target, path, os.O_RDONLY), "rb") as handle:
+            info = os.fstat(handle.fileno())
+            head = handle.read(SNIFF_BYTES)
+            if refuse_binary and b"\x00" in head:
+                raise ToolError(
+                    f"{path!r} is a binary file ({info.st_size} bytes); inspect it with the shell tool "
+                    "(e.g. `xxd | head`)"
+                )
+            if max(info.st_size, info.st_blocks * 512) > MAX_TEXT_FILE_BYTES:
+                raise ToolError(_too_large(path, info))
+            data = head + handle.read(MAX_TEXT_FILE_BYTES + 1 - len(head))
+            if len(data) > MAX_TEXT_FILE_BYTES:  # it grew after fstat
+                raise ToolError(_too_large(path, os.fstat(handle.fileno())))
+        return data
+
+    def _open_regular(self, target: Path, path: str, flags: int) -> int:
+        """A descriptor of the regular file at ``target``, opened without ever blocking.
+
+        ``lstat`` refuses a special file before anything opens it. The open neither follows a
+        final symlink nor waits for a FIFO's other end, and ``fstat`` checks what was opened, so
+        a file swapped in after the check is refused too; where ``/proc`` shows the descriptor's
+        path, a parent directory swapped for a symlink that leads out is refused as well."""
+        existing = _lstat(target)
+        if existing is not None:
+            _require_regular(existing.st_mode, path)
+        try:
+            fd = os.open(target, flags | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            if exc.errno not in _NOT_REGULAR_ERRNOS:
+                raise
+            swapped = _lstat(target)
+            if swapped is not None:
+                _require_regular(swapped.st_mode, path)
+            raise ToolError(f"{path!r} is not a regular file (it changed while being opened)") from None
+        try:
+            _require_regular(os.fstat(fd).st_mode, path)
+            self._require_inside(fd, path)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _require_inside(self, fd: int, path: str) -> None:
+        try:
+            opened = Path(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            return  # no /proc (not Linux): the resolve() check stands alone
+        root = self.root.resolve()
+        if opened != root and root not in opened.parents:
+            raise ToolError(f"{path!r} resolves outside the workspace (it changed while being opened); refused")
 
     def listing(self, path: str = ".", max_depth: int = 3) -> str:
         start = self.resolve(path, must_exist=True)
@@ -166,3 +232,38 @@ class WorkspaceFiles:
                     self._walk(child, depth + 1, max_depth, lines)
             else:
                 lines.append(f"{indent}{child.name}  ({child.stat().st_size} bytes)")
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISLNK, "a symlink"),
+)
+
+
+def _require_regular(mode: int, path: str) -> None:
+    if stat.S_ISREG(mode):
+        return
+    kind = next((name for test, name in _KINDS if test(mode)), "a special file")
+    raise ToolError(f"{path!r} is not a regular file ({kind}); the file tools read and write regular files only")
+
+
+def _too_large(path: str, info: os.stat_result) -> str:
+    allocated = info.st_blocks * 512
+    shown = f"{info.st_size} bytes"
+    if allocated > max(info.st_size, MAX_TEXT_FILE_BYTES):  # preallocated past its end
+        shown += f" ({allocated} bytes allocated)"
+    return (
+        f"{path!r} is {shown}, more than the {MAX_TEXT_FILE_BYTES >> 20} MiB the file tools read at once; "
+        f"read a part of it with the shell tool (e.g. `sed -n '1,200p' {shlex.quote(path)}`)"
+    )

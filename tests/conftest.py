@@ -16,7 +16,17 @@ from gym_trainfail.sandbox import backend_status
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ECHO_CASE = FIXTURES / "cases" / "echo_case"
-ECHO_GROUP_CASE = FIXTURES / "cases" / "echo_group_case"
+#: Scenarios of the echo case with two device counts and a scenario its group run skips.
+ECHO_GROUP_SCENARIOS = FIXTURES / "cases" / "echo_group_scenarios.toml"
+
+
+def make_echo_group_case(folder: Path) -> Path:
+    """The echo case with :data:`ECHO_GROUP_SCENARIOS` (tests of scenario groups), in ``folder``."""
+    shutil.copytree(ECHO_CASE, folder)
+    shutil.copyfile(ECHO_GROUP_SCENARIOS, folder / "grader" / "scenarios.toml")
+    toml = folder / "case.toml"
+    toml.write_text(toml.read_text().replace("TrainFailTest/Echo-v0", "TrainFailTest/EchoGroup-v0"))
+    return folder
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,9 +1,10 @@
 """The two experimental arms, in both isolating backends (bubblewrap and Docker).
 
 ``control``: TrainCheck is absent, every way of reaching it that can be stopped is stopped, and
-every attempt is on record (``blocked`` events from the blocker inside the sandbox, ``mention``
-events from the env for tool calls that name it). ``traincheck``: TrainCheck is installed, its
-manual is in the sandbox, and its use (imports, commands) reaches the ledger with its device cost.
+every attempt is on record (``audit`` events: ``blocked`` reports from the blocker inside the
+sandbox, ``mention`` reports from the env for tool calls that name it, and the host's own watch,
+covered in test_audit_integrity.py). ``traincheck``: TrainCheck is installed, its manual is in the
+sandbox, and its use (imports, commands) reaches the ledger with its device cost.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, NoReturn
 import pytest
 
 from gym_trainfail.agents import load_agent
+from gym_trainfail.batch.adjudicate import audit_category
 from gym_trainfail.cases import CaseSpec
 from gym_trainfail.env import TrainFailEnv
 from gym_trainfail.episode import run_episode
@@ -81,6 +83,11 @@ def ledger(env: TrainFailEnv) -> list[dict[str, Any]]:
     return read_events(env.run_dir / "ledger.jsonl")
 
 
+def hook_reports(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    """``audit`` events of reports of type ``kind`` from the arm's hooks inside the sandbox."""
+    return [e for e in events if e["event"] == "audit" and e["source"] == "hook" and e["report"]["type"] == kind]
+
+
 @pytest.fixture(params=BACKENDS)
 def control_env(
     request: pytest.FixtureRequest, echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None, tmp_path: Path
@@ -121,11 +128,11 @@ STOPPED = [
     # No network and no index: nothing to install from (the blocker may also refuse its files).
     ("pip install", "pip install traincheck", "traincheck", None),
     ("pip install --target", "pip install --target /tmp/t traincheck", "traincheck", None),
-    # A fresh venv has no blocker, but nothing to import either.
+    # A fresh venv has no blocker, and -S skips site (and the blocker): both find the decoy on
+    # PYTHONPATH, which fails the same way and reports (the host also sees it read).
     ("fresh venv", "python -m venv --without-pip /tmp/v && /tmp/v/bin/python -c 'import traincheck'",
-     "No module named 'traincheck'", []),
-    # -S skips site (and the blocker); TrainCheck is not installed, so there is nothing to find.
-    ("no site", "python -S -c 'import traincheck'", "No module named 'traincheck'", []),
+     BLOCKED, [("import", "traincheck")]),
+    ("no site", "python -S -c 'import traincheck'", BLOCKED, [("import", "traincheck")]),
 ]  # fmt: skip
 
 
@@ -135,13 +142,14 @@ def test_control_arm_stops_or_records_every_bypass(control_env: TrainFailEnv) ->
         observation = act(env, "shell", command=command, timeout_s=180)
         assert shown in observation, f"{attempt}: {observation}"
         assert not observation.startswith("exit code 0"), f"{attempt} succeeded: {observation}"
-    # Nothing to copy: no TrainCheck file anywhere, only the blocker's four command stand-ins.
+    # Nothing to copy: no TrainCheck file anywhere, only the blocker's four command stand-ins and
+    # the decoy package.
     found = act(
         env, "shell", command="find / \\( -path /proc -o -path /sys \\) -prune -o -iname '*traincheck*' -print",
         timeout_s=300,
     )  # fmt: skip
     names = sorted(Path(line).name for line in found.split("\n")[2:] if line.startswith("/"))
-    assert names == sorted(TRAINCHECK_COMMANDS), found
+    assert names == sorted([*TRAINCHECK_COMMANDS, "traincheck"]), found
     # A deliberate re-implementation cannot be stopped under -S, only seen.
     act(env, "write_file", path="mine/traincheck/__init__.py", content="ORIGIN = 'written by the agent'\n")
     assert BLOCKED in act(env, "shell", command="PYTHONPATH=/workspace/mine python -c 'import traincheck'")
@@ -152,12 +160,12 @@ def test_control_arm_stops_or_records_every_bypass(control_env: TrainFailEnv) ->
 
     events = ledger(env)
     blocked: dict[int, list[tuple[str, str]]] = {}
-    for event in (e for e in events if e["event"] == "blocked"):
-        blocked.setdefault(event["step"], []).append((event["kind"], event["detail"]))
+    for event in hook_reports(events, "blocked"):
+        blocked.setdefault(event["step"], []).append((event["report"]["kind"], event["report"]["detail"]))
     for step, (attempt, _, _, expected) in enumerate(STOPPED, start=1):
         if expected is not None:
             assert blocked.get(step, []) == expected, attempt
-    mentioned = {e["step"] for e in events if e["event"] == "mention"}
+    mentioned = {e["step"] for e in events if e["event"] == "audit" and e["source"] == "call"}
     assert mentioned == set(range(1, len(STOPPED) + 5)), "every tool call naming TrainCheck is on record"
 
 
@@ -179,13 +187,15 @@ def test_treatment_arm_has_manual_and_records_use_with_device_cost(treatment_env
     shown = act(env, "run_job", command="traincheck-check --help | grep -m 1 usage", devices=1, timeout_s=300)
     assert "usage: traincheck-check" in shown
     events = ledger(env)
-    used = [(e["step"], e["tool"], e["kind"], e["detail"]) for e in events if e["event"] == "traincheck"]
+    used = [(e["step"], e["tool"], e["report"]["kind"], e["report"]["detail"]) for e in hook_reports(events, "usage")]
     assert used == [(1, "shell", "import", "traincheck"), (3, "run_job", "command", "traincheck-check")]
-    (job,) = [e for e in events if e["event"] == "traincheck" and e["tool"] == "run_job"]
+    (job,) = [e for e in hook_reports(events, "usage") if e["tool"] == "run_job"]
     assert job["devices"] == 1
     (device,) = [e for e in events if e["event"] == "device"]
     assert device["devices"] == 1 and device["device_seconds"] > 0
-    assert [e for e in events if e["event"] in ("blocked", "mention")] == []
+    seen = {(e["step"], e["source"], audit_category(e)) for e in events if e["event"] == "audit"}
+    assert {(1, "watch", "traincheck"), (1, "watch", "manual"), (3, "watch", "traincheck")} <= seen
+    assert not {category for _, _, category in seen} & {"blocked", "mention"}
 
 
 LAUNCHER = """cd /workspace
@@ -228,7 +238,9 @@ def test_traincheck_workflow_on_a_case_pipeline(traincheck_runtime: Runtime, tmp
         events = ledger(env)
     finally:
         env.close()
-    commands = [(e["tool"], e["detail"]) for e in events if e["event"] == "traincheck" and e["kind"] == "command"]
+    commands = [
+        (e["tool"], e["report"]["detail"]) for e in hook_reports(events, "usage") if e["report"]["kind"] == "command"
+    ]
     assert commands == [
         ("run_job", "traincheck-collect"),
         ("shell", "traincheck-infer"),

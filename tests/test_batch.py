@@ -39,7 +39,7 @@ from gym_trainfail.errors import SandboxUnavailableError, TrainFailError
 from gym_trainfail.grading import Grader, apply_patch
 from gym_trainfail.runtimes import Runtime
 from tests.batch_support import REPO, register_chaos_agent
-from tests.conftest import ECHO_CASE, ECHO_GROUP_CASE
+from tests.conftest import ECHO_CASE, make_echo_group_case
 
 
 @pytest.fixture
@@ -279,26 +279,16 @@ def test_parallel_scenarios_give_the_same_verdicts(
     assert [sequential.grade_dir(r).status for r in revisions] == ["fail", "pass", "fail"]
 
 
-ORACLE_HARNESS = """
-import argparse, json, os, secrets, subprocess, sys
+ORACLE_SCRIPT = """
+import argparse, json, os, secrets
 parser = argparse.ArgumentParser()
 parser.add_argument("--scenario", required=True)
-parser.add_argument("--out")
-parser.add_argument("--out-dir")
-parser.add_argument("--oracle")
+parser.add_argument("--out-dir", required=True)
 args = parser.parse_args()
 scenario = json.load(open(args.scenario))
-def oracle():
-    return {"expect": scenario["params"]["expect"], "nonce": secrets.token_hex(4), "files": os.listdir(".")}
-if args.out_dir:
-    os.makedirs(args.out_dir)
-    json.dump(oracle(), open(os.path.join(args.out_dir, "oracle.json"), "w"))
-    sys.exit(0)
-reference = json.load(open(os.path.join(args.oracle, "oracle.json"))) if args.oracle else oracle()
-value = subprocess.run([sys.executable, "report.py"], capture_output=True, text=True).stdout.strip()
-ok = reference["expect"] == "any" or value == reference["expect"]
-json.dump({"status": "pass" if ok else "fail", "reason": "" if ok else f"printed {value!r}",
-           "metrics": {"nonce": reference["nonce"], "oracle_saw": reference["files"]}}, open(args.out, "w"))
+os.makedirs(args.out_dir)
+oracle = {"expect": scenario["params"]["expect"], "nonce": secrets.token_hex(4), "files": os.listdir(".")}
+json.dump(oracle, open(os.path.join(args.out_dir, "oracle.json"), "w"))
 """
 
 
@@ -308,15 +298,16 @@ def test_the_oracle_cache_computes_each_oracle_once_without_changing_verdicts(
     monkeypatch.setenv("TRAINFAIL_HOME", str(tmp_path / "home"))
     folder = tmp_path / "oracle_case"
     shutil.copytree(ECHO_CASE, folder)
-    (folder / "grader" / "harness.py").write_text(ORACLE_HARNESS)
+    (folder / "grader" / "oracle.py").write_text(ORACLE_SCRIPT)
     toml = (folder / "case.toml").read_text()
-    toml = toml.replace("[grader]\n", '[grader]\noracle_command = ["python", "/grader/harness.py"]\n')
+    toml = toml.replace("[grader]\n", '[grader]\noracle_command = ["python", "/grader/oracle.py"]\n')
     (folder / "case.toml").write_text(toml.replace("TrainFailTest/Echo-v0", "TrainFailTest/EchoOracle-v0"))
     case = load_case(folder)
     revisions = _echo_revisions(echo_case, tmp_path / "revisions")
     cached = Grader(case, sandbox="bwrap", cache=False, runtime=runtime)
     uncached = Grader(case, sandbox="bwrap", cache=False, runtime=runtime, oracle_cache=False)
-    assert cached.oracles is not None and uncached.oracles is None
+    assert cached.oracles is not None and uncached.oracles is not None
+    assert cached.oracles.root != uncached.oracles.root, "without the cache, oracles live as long as the grader"
     receipts = [cached.grade_dir(r) for r in revisions]
     for revision, receipt in zip(revisions, receipts, strict=True):
         assert [(o.scenario, o.status) for o in receipt.outcomes] == [
@@ -333,7 +324,7 @@ def test_the_oracle_cache_computes_each_oracle_once_without_changing_verdicts(
 def test_scenario_groups_give_the_same_verdicts_and_fall_back_on_their_own(
     tmp_path: Path, echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None
 ) -> None:
-    case = load_case(ECHO_GROUP_CASE)
+    case = load_case(make_echo_group_case(tmp_path / "echo_group_case"))
     revisions = _echo_revisions(echo_case, tmp_path / "revisions")
     grouped = Grader(case, sandbox="bwrap", cache=False, runtime=runtime)
     single = Grader(case, sandbox="bwrap", cache=False, runtime=runtime, group_scenarios=False)
@@ -369,6 +360,16 @@ def test_scenario_groups_give_the_same_verdicts_and_fall_back_on_their_own(
     assert not any(o.grouped for o in receipt.outcomes)
     assert [o.attempts for o in receipt.outcomes] == [2, 2, 2, 1]
 
+    # a group run that ends badly after its judge could see everything: its passes stand, its
+    # failures are graded again alone (the scenario that broke the run may have caused them)
+    broken = tmp_path / "revisions" / "original-exit"
+    shutil.copytree(revisions[0], broken)
+    (broken / "exit-group-3").write_text("")
+    outcomes = {o.scenario: o for o in grouped.grade_dir(broken).outcomes}
+    assert outcomes["runs"].status == "pass" and outcomes["runs"].grouped and outcomes["runs"].attempts == 1
+    assert outcomes["answer"].status == "fail" and not outcomes["answer"].grouped
+    assert outcomes["answer"].attempts == 2
+
 
 # -- adjudication helpers ---------------------------------------------------------------------
 
@@ -377,14 +378,17 @@ def test_tool_usage_says_whether_and_when_traincheck_was_used() -> None:
     events = [
         {"event": "reset", "t": 100.0},
         {"event": "step", "t": 101.0, "tool": "shell"},
-        {"event": "traincheck", "t": 130.5, "kind": "command", "step": 4},
-        {"event": "traincheck", "t": 140.0, "kind": "import", "step": 6},
-        {"event": "traincheck", "t": 150.0, "kind": "command", "step": 9},
-    ]
+        {"event": "audit", "t": 130.5, "step": 4, "source": "hook", "report": {"type": "usage", "kind": "command"}},
+        {"event": "audit", "t": 130.5, "step": 4, "source": "watch",
+         "report": {"type": "access", "target": "command", "access": "read"}},
+        {"event": "audit", "t": 140.0, "step": 6, "source": "hook", "report": {"type": "usage", "kind": "import"}},
+        {"event": "audit", "t": 150.0, "step": 9, "source": "hook", "report": {"type": "usage", "kind": "command"}},
+    ]  # fmt: skip
     usage = tool_usage(events)
     assert usage["traincheck"] == {
         "count": 3,
-        "by_kind": {"command": 2, "import": 1},
+        "records": 4,
+        "by_kind": {"hook:command": 2, "hook:import": 1, "watch:read": 1},
         "first_at_seconds": 30.5,
         "first_step": 4,
     }

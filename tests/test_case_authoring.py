@@ -15,7 +15,7 @@ import pytest
 
 from gym_trainfail.cases import load_case
 from gym_trainfail.errors import TrainFailError
-from gym_trainfail.qualify import CANARY_RE, leak_scan, qualify
+from gym_trainfail.qualify import CANARY_RE, forced_settings, leak_scan, qualify
 from gym_trainfail.runtimes import Runtime
 from gym_trainfail.scaffold import scaffold_case
 
@@ -27,8 +27,8 @@ def test_scaffold_passes_schema_validation_and_plants_a_canary(tmp_path: Path) -
     assert case.id == "TrainFail/FsdpStateSkew-v0"
     assert case.root == tmp_path / "fsdp_state_skew"
     assert load_case(case.root).id == case.id
-    harness = (case.grader_dir / "harness.py").read_text()
-    assert CANARY_RE.search(harness)
+    assert CANARY_RE.search((case.grader_dir / "judge.py").read_text())
+    assert not CANARY_RE.search((case.kit_dir / "run.py").read_text()), "the run kit is visible to revision code"
     assert leak_scan(case) == []
     with pytest.raises(TrainFailError, match="already exists"):
         scaffold_case("FsdpStateSkew", tmp_path)
@@ -41,7 +41,7 @@ def test_gate_admits_the_scaffold_and_refuses_a_broken_case(
     case = scaffold_case("ToyMean", tmp_path)
     result = qualify(case, sandbox="bwrap", repeats=2)
     assert result.admitted, result.problems
-    assert [v.label for v in result.variants] == ["unmodified#1", "unmodified#2", "reference"]
+    assert [v.label for v in result.variants] == ["unmodified#1", "unmodified#2 (grouped)", "reference"]
     # The same case with the failure scenario declared healthy is refused, with the reason.
     scenarios = case.grader_dir / "scenarios.toml"
     scenarios.write_text(scenarios.read_text().replace('kind = "failure"', 'kind = "healthy"', 1))
@@ -73,9 +73,9 @@ def test_echo_fixture_qualifies_with_wrong_repairs(echo_case: object, runtime: R
     statuses = {v.label: v.receipt.status for v in result.variants}
     assert statuses == {
         "unmodified#1": "fail",
-        "unmodified#2": "fail",
+        "unmodified#2 (grouped)": "fail",
         "reference": "pass",
-        "wrong:off-by-one-up": "fail",
+        "wrong:off-by-one-up (grouped)": "fail",
     }
 
 
@@ -137,3 +137,15 @@ def test_third_party_case_package_plays_through_gymnasium_make(
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["reward"] == 1.0 and result["terminated"] is True
     assert "TrainFailExtra/Echo-v0" in result["ids"]
+
+
+def test_gate_prints_the_forced_settings_and_refuses_a_grader_without_them(
+    case_copy: Path, runtime: Runtime, bwrap_usable: None
+) -> None:
+    case = load_case(case_copy)
+    table = forced_settings(case)
+    assert table.splitlines()[0].startswith("| setting |") and "report.py" in table
+    (case_copy / "grader" / "README.md").write_text("# Grader\n\nNo table here.\n")
+    refused = qualify(load_case(case_copy), sandbox="bwrap", repeats=1)
+    assert not refused.admitted and refused.forced_settings == ""
+    assert any("the grader lists no forced settings" in p for p in refused.problems)

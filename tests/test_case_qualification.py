@@ -14,7 +14,7 @@ import pytest
 
 from gym_trainfail import get_case
 from gym_trainfail.cases import CaseSpec
-from gym_trainfail.grading import Grader, apply_patch
+from gym_trainfail.grading import Grader, ScenarioOutcome, apply_patch
 from gym_trainfail.qualify import Qualification, qualify
 from gym_trainfail.runtimes import Runtime
 
@@ -28,16 +28,20 @@ WRONG_REPAIR_SCENARIO = {
         "local-count": "ga2-w2",
         "flag-only": "ga2-w2",
         "global-count-no-world-scale": "ga1-w2",
+        "clip-then-rescale": "shipped-clip-w2",
     },
     "TrainFail/TPClipGradNorm-v0": {
         "constant-rescale": "base",
         "count-everything": "base",
         "clip-rank0-only": "base",
+        "always-rescale": "shipped-config",
     },
     "TrainFail/FSDPSourceCoherence-v0": {
         "hardcode-source": "shared-b",
         "skip-load": "shared-a",
         "replica-check-only": "mixed",
+        "refresh-missing-snapshots": "stale-ref",
+        "one-node-config": "mixed",
     },
 }
 
@@ -59,14 +63,13 @@ def test_case_is_admitted(case_id: str, runtime: Runtime, bwrap_usable: None) ->
     patterns = [[(o.scenario, o.status) for o in v.receipt.outcomes] for v in unmodified]
     assert patterns[0] == patterns[1]
     case = get_case(case_id)
-    if case.group_command:
-        # the second repeat was graded in scenario groups, and every scenario of a group of two
-        # or more was judged in its group (none had to fall back to a launch of its own)
-        units = Grader(case, sandbox="bwrap").partition(case.scenarios)
-        in_groups = {s.name for unit in units if len(unit) > 1 for s in unit}
-        assert in_groups, "a grouping case must have a group of two or more scenarios"
-        assert {o.scenario for o in unmodified[1].receipt.outcomes if o.grouped} == in_groups
-        assert not any(o.grouped for o in unmodified[0].receipt.outcomes)
+    # the second repeat was graded in scenario groups, and every scenario of a group of two or
+    # more was judged in its group (none had to fall back to a run of its own)
+    units = Grader(case, sandbox="bwrap").partition(case.scenarios)
+    in_groups = {s.name for unit in units if len(unit) > 1 for s in unit}
+    assert in_groups, "every in-tree case has a group of two or more scenarios"
+    assert {o.scenario for o in unmodified[1].receipt.outcomes if o.grouped} == in_groups
+    assert not any(o.grouped for o in unmodified[0].receipt.outcomes)
 
 
 @pytest.mark.parametrize(
@@ -78,12 +81,18 @@ def test_wrong_repair_is_rejected(
 ) -> None:
     case = get_case(case_id)
     assert set(case.wrong_repairs) == set(WRONG_REPAIR_SCENARIO[case_id])
+    outcome = _grade_patched(case, case.wrong_repairs[repair], scenario, tmp_path)
+    assert outcome.status == "fail", outcome
+
+
+def _grade_patched(case: CaseSpec, patch: Path, scenario: str, tmp_path: Path) -> ScenarioOutcome:
+    """The workspace with ``patch`` applied, graded on one scenario."""
     workspace = tmp_path / "workspace"
     shutil.copytree(case.workspace_dir, workspace, symlinks=True)
-    apply_patch(workspace, case.wrong_repairs[repair])
+    apply_patch(workspace, patch)
     receipt = Grader(case, sandbox="bwrap", cache=False).grade_dir(workspace, scenarios=[case.scenario(scenario)])
     (outcome,) = receipt.outcomes
-    assert outcome.status == "fail", outcome
+    return outcome
 
 
 def test_ddp_failure_margins(runtime: Runtime, bwrap_usable: None) -> None:
@@ -102,3 +111,22 @@ def test_ddp_failure_margins(runtime: Runtime, bwrap_usable: None) -> None:
     first, second = (v.receipt.outcomes for v in result.variants if v.kind == "unmodified")
     for one, other in zip(first, second, strict=True):
         assert other.metrics["max_rel_l2_grad"] == pytest.approx(one.metrics["max_rel_l2_grad"], rel=1e-6, abs=1e-9)
+
+
+#: Forgeries that attack a case's own observation (the generic ones — fake outcomes, links,
+#: pickles, early exits, killing the harness — are covered cheaply on the echo fixture in
+#: tests/test_grading_integrity.py), with a scenario each must fail.
+CASE_FORGERY_SCENARIO = [
+    ("TrainFail/DDPTokenAverage-v0", "report-oracle-gradients", "ga1-w2"),
+    ("TrainFail/DDPTokenAverage-v0", "decoy-training", "ga1-w2"),
+    ("TrainFail/TPClipGradNorm-v0", "forge-artifacts", "base"),
+]
+
+
+@pytest.mark.parametrize(("case_id", "forgery", "scenario"), CASE_FORGERY_SCENARIO)
+def test_tampering_with_the_observation_is_caught(
+    case_id: str, forgery: str, scenario: str, runtime: Runtime, bwrap_usable: None, tmp_path: Path
+) -> None:
+    case = get_case(case_id)
+    outcome = _grade_patched(case, case.forgeries[forgery], scenario, tmp_path)
+    assert outcome.status == "fail", outcome

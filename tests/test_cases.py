@@ -53,9 +53,33 @@ def _edit(folder: Path, name: str, old: str, new: str) -> None:
         ),
         (
             "case.toml",
+            'judge_command = ["python", "/grader/judge.py"]',
+            "judge_command = []",
+            "grader.judge_command: expected a command",
+        ),
+        (
+            "case.toml",
+            'run_command = ["python", "/kit/run.py"]',
             'command = ["python", "/grader/harness.py"]',
-            "command = []",
-            "grader.command: expected the command",
+            "grader.command: single-phase graders ran the revision with the harness's powers",
+        ),
+        (
+            "case.toml",
+            'run_command = ["python", "/kit/run.py"]',
+            'run_command = ["python", "/kit/run.py"]\noracle_comand = ["python", "/grader/oracle.py"]',
+            "grader.oracle_comand: unknown key; did you mean 'oracle_command'?",
+        ),
+        (
+            "case.toml",
+            "steps = 40",
+            "steps = 40\nwall_second = 10",
+            "budgets.wall_second: unknown key; did you mean 'wall_seconds'?",
+        ),
+        (
+            "case.toml",
+            'run_command = ["python", "/kit/run.py"]',
+            'run_command = ["python", "/kit/run.py"]\nkit = "../workspace"',
+            "grader.kit '../workspace' must name a folder inside grader/",
         ),
         (
             "case.toml",
@@ -140,7 +164,7 @@ def test_registered_cases_are_gymnasium_ids() -> None:
 def test_case_hashes_track_content(case_copy: Path) -> None:
     case = load_case(case_copy)
     grader_before, content_before = case.grader_hash(), case.content_hash()
-    (case_copy / "grader" / "harness.py").write_text((case_copy / "grader" / "harness.py").read_text() + "\n# v2\n")
+    (case_copy / "grader" / "judge.py").write_text((case_copy / "grader" / "judge.py").read_text() + "\n# v2\n")
     grader_after, content_after = case.grader_hash(), case.content_hash()
     assert grader_before != grader_after and content_before != content_after
     (case_copy / "workspace" / "report.py").write_text("print(42)\n")

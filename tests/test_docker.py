@@ -67,7 +67,7 @@ from gym_trainfail.sandbox.docker_engine import (
     owner_label,
 )
 from gym_trainfail.sandbox.environment import sandbox_env
-from tests.conftest import ECHO_GROUP_CASE
+from tests.conftest import make_echo_group_case
 
 ISOLATING = ["bwrap", pytest.param("docker", marks=pytest.mark.docker)]
 SMALL = Limits(memory_bytes=GiB, pids=256, output_bytes=4000)
@@ -149,7 +149,7 @@ def test_container_shape(tmp_path: Path) -> None:
     assert kwargs["user"] == "1000:1000" and kwargs["cap_drop"] == ["ALL"]
     assert kwargs["security_opt"] == ["no-new-privileges"] and kwargs["auto_remove"] is True
     assert (kwargs["mem_limit"], kwargs["memswap_limit"], kwargs["pids_limit"]) == (2 * GiB, 2 * GiB, 300)
-    assert kwargs["tmpfs"] == {"/tmp": f"rw,exec,nosuid,nodev,mode=1777,size={2 * GiB}"}
+    assert kwargs["tmpfs"] == {"/tmp": f"rw,exec,nosuid,nodev,mode=1777,size={GiB // 2}"}  # a quarter of memory
     assert kwargs["environment"] == {"NVIDIA_VISIBLE_DEVICES": "void"} and kwargs["device_requests"] == []
     mounts = {m["Target"]: (m["Source"], m["ReadOnly"]) for m in kwargs["mounts"]}
     assert mounts == {
@@ -324,12 +324,13 @@ def _cmdline(proc: Path) -> bytes:
 
 
 def test_audit_records_reach_the_host_and_cannot_be_read_back(isolated: Sandbox) -> None:
+    record = {"type": "usage", "kind": "import", "detail": "probe", "argv": ["-c"], "pid": 1}
     write = (
         "import json, os; fd = int(os.environ['TRAINFAIL_AUDIT_FD']); "
-        "os.write(fd, (json.dumps({'event': 'probe', 'n': 1}) + '\\n').encode()); print('written')"
+        f"os.write(fd, (json.dumps({record!r}) + '\\n{{\"event\": \"forged\"}}\\n').encode()); print('written')"
     )
     result = isolated.exec(["python", "-c", write], timeout_s=60)
-    assert result.ok and result.audit == ({"event": "probe", "n": 1},)
+    assert result.ok and result.audit == (record,) and result.audit_rejected == 1  # the schema: sandbox/audit.py
     assert isolated.exec(["true"], timeout_s=30).audit == ()
 
 
@@ -535,7 +536,7 @@ def test_echo_case_grades_the_same_under_both_backends(
 def test_scenario_groups_grade_the_same_under_both_backends(
     control_image: RuntimeImage, runtime: Runtime, bwrap_usable: None, tmp_path: Path
 ) -> None:
-    case = load_case(ECHO_GROUP_CASE)
+    case = load_case(make_echo_group_case(tmp_path / "echo_group_case"))
     workspace = tmp_path / "revision"
     shutil.copytree(case.workspace_dir, workspace)
     seen = {}

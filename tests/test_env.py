@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,9 @@ def test_repair_episode_reward_and_first_valid_revision(echo_env: TrainFailEnv) 
     assert info["reward_status"] == "graded" and info["final_revision"] == 2
     assert "status" not in observation and "pass" not in json.dumps(info)
     directory = run_dir(echo_env)
+    # the operator learns why from the run directory, never from an observation or info
+    result = json.loads((directory / "result.json").read_text())
+    assert [(s["scenario"], s["status"]) for s in result["scenarios"]] == [("runs", "pass"), ("answer", "pass")]
     grades = grade_run(directory, sandbox="bwrap")
     assert [r.status for r in grades.revisions] == ["fail", "pass"]
     assert grades.first_valid is not None and grades.first_valid.revision == 2
@@ -179,7 +183,9 @@ def test_sandbox_lost_between_steps_is_restored(echo_env: TrainFailEnv) -> None:
     _, info = echo_env.reset(seed=0)
     act(echo_env, "write_file", path="notes.txt", content="kept")
     act(echo_env, "submit")
-    shutil.rmtree(run_dir(echo_env) / "workspace")  # the sandbox's workspace vanishes
+    workspace = run_dir(echo_env) / "workspace"
+    subprocess.run(["umount", "--lazy", str(workspace)], check=False)  # its disk budget's filesystem goes too
+    shutil.rmtree(workspace)  # the sandbox's workspace vanishes
     observation, reward, terminated, _, info = act(echo_env, "shell", command="cat notes.txt")
     assert observation.startswith("error: the sandbox stopped unexpectedly") and "after step 1" in observation
     assert not terminated
@@ -274,11 +280,13 @@ def test_control_arm_blocks_and_records_traincheck_attempts(echo_env: TrainFailE
     act(echo_env, "write_file", path="tc/__init__.py", content="# my own traincheck\n")
     act(echo_env, "shell", command="rm -rf /workspace/tc")  # erasing the workspace cannot erase the record
     events = read_events(run_dir(echo_env) / "ledger.jsonl")
-    blocked = [(e["step"], e["tool"], e["kind"], e["detail"]) for e in events if e["event"] == "blocked"]
+    audits = [e for e in events if e["event"] == "audit"]
+    hooks = [e for e in audits if e["source"] == "hook"]
+    blocked = [(e["step"], e["tool"], e["report"]["kind"], e["report"]["detail"]) for e in hooks]
     assert blocked == [
         (1, "shell", "import", "traincheck"),
         (2, "run_job", "command", "traincheck-collect"),
         (2, "run_job", "import", "traincheck"),
     ]
-    mentions = [(e["step"], e["tool"], e["argument"]) for e in events if e["event"] == "mention"]
+    mentions = [(e["step"], e["tool"], e["report"]["argument"]) for e in audits if e["source"] == "call"]
     assert mentions == [(1, "shell", "command"), (2, "run_job", "command"), (3, "write_file", "content")]

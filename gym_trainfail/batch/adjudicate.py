@@ -13,19 +13,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gym_trainfail.arms import BLOCKED_LABELS, USE_LABELS
 from gym_trainfail.batch.grade import finished_episodes, receipts_for
 from gym_trainfail.batch.layout import RunLayout
 from gym_trainfail.batch.plan import BatchPlan, PlannedEpisode
 from gym_trainfail.batch.sourcemap import source_map
 from gym_trainfail.batch.status import Attempt, EpisodeStatus, read_status
-from gym_trainfail.grading import Receipt, read_json_object, write_json
+from gym_trainfail.grading import Receipt, first_valid, read_json_object, write_json
 from gym_trainfail.hashing import bytes_digest
 from gym_trainfail.ledger import Event, iter_kind, read_events, summarize
 from gym_trainfail.revisions import RevisionLog, Tree
 
 #: Tools whose steps are the agent's own commands (and the training they launch).
 COMMAND_TOOLS = ("shell", "run_job")
-ADJUDICATION_VERSION = 1
+ADJUDICATION_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,8 @@ def _episode_entry(
     fingerprint: str,
 ) -> dict[str, Any]:
     graded = all(r["status"] in ("pass", "fail") for r in revisions)
-    first = next((r for r in revisions if r["status"] == "pass"), None) if graded else None
+    rule = first_valid((r["revision"], r["status"]) for r in revisions)
+    first = next((r for r in revisions if r["revision"] == rule.revision), None)
     final = revisions[-1] if revisions else None
     attempt = status.final
     return {
@@ -130,6 +132,7 @@ def _episode_entry(
         "final_revision": final["revision"] if final else None,
         "final_status": final["status"] if final else "no-revision",
         "first_valid": _first_valid(first),
+        "first_valid_blocked_by": rule.blocked_by,
         "summary": summarize(events).to_dict(),
         "revisions": revisions,
         "scenario_table": _scenario_table(revisions),
@@ -163,21 +166,61 @@ def _scenario_table(revisions: Sequence[Mapping[str, Any]]) -> dict[str, list[st
     return {n: [r["scenarios"].get(n, "ungraded") for r in revisions] for n in names}
 
 
+#: ``audit`` reports by category (see :func:`audit_category`).
+TOOL_CATEGORIES = ("traincheck", "blocked", "manual", "listed", "mention")
+
+
+def audit_category(event: Mapping[str, Any]) -> str | None:
+    """What an ``audit`` event shows: ``traincheck`` (TrainCheck's code or commands used),
+    ``blocked`` (the control arm refused or the decoy was reached), ``manual`` (the manual read),
+    ``listed`` (only a folder of them listed: ``ls``, ``find``, or a library scanning ``sys.path``)
+    or ``mention`` (a tool call named TrainCheck); ``None`` for anything else."""
+    report = event.get("report")
+    if not isinstance(report, Mapping):
+        return None
+    kind = report.get("type")
+    if kind == "usage":
+        return "traincheck"
+    if kind in ("blocked", "mention"):
+        return str(kind)
+    if kind != "access":
+        return None
+    target = report.get("target")
+    if report.get("access") == "list":
+        return "listed"
+    if target == "manual":
+        return "manual"
+    if target in USE_LABELS:
+        return "traincheck"
+    return "blocked" if target in BLOCKED_LABELS else None
+
+
 def tool_usage(events: Sequence[Event]) -> dict[str, Any]:
-    """Whether and when the arm's optional tool was used (treatment) or reached for (control)."""
-    start = next((float(e["t"]) for e in events if e["event"] == "reset"), events[0]["t"] if events else 0.0)
-    return {kind: _usage(list(iter_kind(list(events), kind)), start) for kind in ("traincheck", "blocked", "mention")}
+    """Whether and when the arm's optional tool was used (treatment) or reached for (control),
+    from the ledger's ``audit`` events: per category, the steps with a record and the first one."""
+    start = next((float(e["t"]) for e in events if e.get("event") == "reset"), events[0]["t"] if events else 0.0)
+    found: dict[str, list[Event]] = {category: [] for category in TOOL_CATEGORIES}
+    for event in iter_kind(list(events), "audit"):
+        category = audit_category(event)
+        if category is not None:
+            found[category].append(event)
+    return {category: _usage(found[category], start) for category in TOOL_CATEGORIES}
 
 
 def _usage(found: Sequence[Event], start: float) -> dict[str, Any]:
+    """``count``: steps with at least one record (the watch and the hooks may both see one use);
+    ``records``: audit events; ``by_kind``: events per ``source:kind`` (kind of access or report)."""
     kinds: dict[str, int] = {}
     for e in found:
-        key = str(e.get("kind") or e.get("tool") or "other")
+        report = e.get("report") or {}
+        what = report.get("access") or report.get("kind") or report.get("argument") or "other"
+        key = f"{e.get('source', 'other')}:{what}"
         kinds[key] = kinds.get(key, 0) + 1
     first = found[0] if found else None
     return {
-        "count": len(found),
-        "by_kind": kinds,
+        "count": len({e.get("step") for e in found}),
+        "records": len(found),
+        "by_kind": dict(sorted(kinds.items())),
         "first_at_seconds": float(first["t"]) - start if first else None,
         "first_step": first.get("step") if first else None,
     }

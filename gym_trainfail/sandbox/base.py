@@ -32,6 +32,9 @@ class Mount:
     source: Path
     target: str
     writable: bool = False
+    #: ``target`` is relative to the runtime's root, wherever this sandbox shows the runtime
+    #: (the host path under bubblewrap, the image's path under Docker).
+    in_runtime: bool = False
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,9 @@ class Limits:
     memory_bytes: int | None = 8 * GiB
     pids: int | None = 2048
     output_bytes: int = 48_000
+    #: Size of the sandbox's ``/tmp`` (a tmpfs, emptied after every command); at most a quarter of
+    #: ``memory_bytes`` is used (see :func:`gym_trainfail.sandbox.disk.scratch_bytes`).
+    tmp_bytes: int | None = GiB
 
 
 @dataclass(frozen=True)
@@ -62,8 +68,11 @@ class ExecResult:
     oom_killed: bool = False
     output_truncated: bool = False
     duration_s: float = 0.0
-    #: Records the arm's hooks inside the sandbox reported (blocked attempts, tool usage).
+    #: Valid records the arm's hooks inside the sandbox reported (blocked attempts, tool usage;
+    #: the schema is :mod:`gym_trainfail.sandbox.audit`).
     audit: tuple[dict[str, Any], ...] = ()
+    #: Lines on the audit channel that were not a valid record (dropped).
+    audit_rejected: int = 0
 
     @property
     def ok(self) -> bool:
@@ -90,6 +99,8 @@ class SandboxConfig:
     env: Mapping[str, str] = field(default_factory=dict)
     limits: Limits = Limits()
     label: str = "episode"
+    #: Folders, relative to the runtime's root, put on ``PYTHONPATH`` (the control arm's decoy).
+    python_path: tuple[str, ...] = ()
 
 
 class Sandbox(abc.ABC):

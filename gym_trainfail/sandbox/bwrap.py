@@ -5,24 +5,37 @@ plus a user namespace mapping uid 1000 (so read-only binds stay read-only even w
 runs as root), read-only ``/usr``, a minimal ``/etc``, the runtime read-only at its own path,
 the workspace read-write at ``/workspace``, an explicit environment, ``--die-with-parent``.
 Memory and pids limits come from a per-command cgroup when the kernel allows one.
+
+bwrap's options reach it through ``--args FD`` (a memfd it reads and closes before the sandbox
+starts), not its command line: inside, ``/proc/1`` is bwrap itself, and its ``cmdline`` would
+otherwise list every host path it mounts. Its environment is a fixed ``PATH`` and its working
+directory ``/``, so ``/proc/1/environ`` holds nothing of the host either. What stays visible:
+``/proc/self/mountinfo`` names each bind mount's source path on its host filesystem (the
+runtime and base interpreter, mounted at their host paths by design so their scripts run; the
+minimal ``/etc`` under the state directory; the workspace's host path unless a disk budget put
+it on its own filesystem). The kernel writes those lines; bind mounts cannot hide them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from gym_trainfail.errors import SandboxLostError, SandboxUnavailableError
 from gym_trainfail.paths import home
-from gym_trainfail.sandbox.base import WORKSPACE, Device, ExecResult, Sandbox, SandboxConfig
+from gym_trainfail.sandbox.base import WORKSPACE, Device, ExecResult, Limits, Sandbox, SandboxConfig
+from gym_trainfail.sandbox.disk import scratch_bytes, shm_bytes
 from gym_trainfail.sandbox.environment import sandbox_env
 from gym_trainfail.sandbox.process_runner import AuditChannel, run_limited
 
 SANDBOX_UID = 1000
+#: bwrap's own environment: nothing of the host's (the sandbox reads it as /proc/1/environ).
+_BWRAP_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
 
 _ETC_FILES = {
     "passwd": "root:x:0:0:root:/root:/bin/sh\nagent:x:1000:1000:agent:/tmp:/bin/sh\n"
@@ -108,6 +121,7 @@ class BwrapSandbox(Sandbox):
         if reason is not None:
             raise SandboxUnavailableError(reason)
         super().__init__(config)
+        self._binary = shutil.which("bwrap") or "bwrap"
         self._etc = minimal_etc()
         self.check_alive()
 
@@ -130,16 +144,18 @@ class BwrapSandbox(Sandbox):
         self.check_alive()
         audit = AuditChannel()
         environment = sandbox_env(self.config, WORKSPACE, devices, env, audit_fd=audit.write_fd)
-        command = [*self._bwrap_args(environment, cwd or WORKSPACE), "--", *argv]
-        result = run_limited(
-            command,
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-            cwd=None,
-            timeout_s=timeout_s,
-            limits=self.config.limits,
-            stdin=stdin,
-            audit=audit,
-        )
+        _, *options = self._bwrap_args(environment, cwd or WORKSPACE)  # the list starts with "bwrap"
+        with _argument_file(options) as args_fd:
+            result = run_limited(
+                [self._binary, "--args", str(args_fd), "--", *argv],
+                env=_BWRAP_ENV,
+                cwd=Path("/"),
+                timeout_s=timeout_s,
+                limits=self.config.limits,
+                stdin=stdin,
+                audit=audit,
+                pass_fds=(args_fd,),
+            )
         if not self.host_workspace.is_dir():
             raise SandboxLostError(f"the sandbox workspace {self.host_workspace} vanished during the command")
         return result
@@ -153,15 +169,54 @@ class BwrapSandbox(Sandbox):
             "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
             "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
             "--ro-bind", str(self._etc), "/etc",
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+            "--proc", "/proc", "--dev", "/dev",
         ]  # fmt: skip
+        args += _scratch_args(self.config.limits)
         for path in runtime.readonly_paths():
             args += ["--ro-bind", str(path), str(path)]
         for path in runtime.hidden_paths():
             args += ["--tmpfs", str(path), "--remount-ro", str(path)]
         for mount in self.config.mounts:
-            args += ["--bind" if mount.writable else "--ro-bind", str(mount.source), mount.target]
+            target = str(runtime.root / mount.target) if mount.in_runtime else mount.target
+            args += ["--bind" if mount.writable else "--ro-bind", str(mount.source), target]
         args += ["--bind", str(self.host_workspace), WORKSPACE, "--chdir", cwd, "--clearenv"]
         for key, value in environment.items():
             args += ["--setenv", key, value]
         return args
+
+
+def _scratch_args(limits: Limits) -> list[str]:
+    """``/tmp`` and ``/dev/shm`` as tmpfs mounts of bounded size (they take memory: a full one
+    answers ENOSPC instead of growing until the memory limit or the host runs out)."""
+    args = []
+    for target, size in (("/tmp", scratch_bytes(limits)), ("/dev/shm", shm_bytes(limits))):
+        args += [*(("--size", str(size)) if size and sizes_tmpfs() else ()), "--tmpfs", target]
+    return args
+
+
+@functools.cache
+def sizes_tmpfs() -> bool:
+    """Whether this bubblewrap takes ``--size`` (0.7.0 and later); older ones get unbounded tmpfs."""
+    try:
+        shown = subprocess.run(["bwrap", "--help"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--size" in shown.stdout + shown.stderr
+
+
+@contextlib.contextmanager
+def _argument_file(arguments: Sequence[str]) -> Iterator[int]:
+    """A memfd holding ``arguments`` NUL-separated, for ``bwrap --args FD`` (close-on-exec here;
+    only the bwrap child that is passed it inherits it, and bwrap closes it once read)."""
+    encoded = [os.fsencode(argument) for argument in arguments]
+    if any(b"\0" in argument for argument in encoded):
+        raise ValueError("embedded null byte")  # it would split one argument into several
+    fd = os.memfd_create("bwrap-args", os.MFD_CLOEXEC)
+    try:
+        data = memoryview(b"".join(argument + b"\0" for argument in encoded))
+        while data:
+            data = data[os.write(fd, data) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+        yield fd
+    finally:
+        os.close(fd)

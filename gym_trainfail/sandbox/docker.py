@@ -9,6 +9,16 @@ Container shape, built from the arm's runtime image (``trainfail images build``)
   ``/workspace``; ``/tmp`` a tmpfs; other mounts as the config says;
 * memory (no swap), pids and shared-memory limits; every command has a time limit.
 
+**Memory**: ``/tmp`` (``Limits.tmp_bytes``, at most a quarter of the memory limit) and
+``/dev/shm`` (at most half) are tmpfs mounts, charged to the container's memory, so filling
+both still leaves room: a full ``/tmp`` answers ``ENOSPC``. When the container does run out of
+memory, the kernel kills the process with the highest ``oom_score_adj``: every command raises
+its own to 1000 before it starts, while PID 1 keeps the container's 0. (PID 1 cannot go lower:
+that needs ``CAP_SYS_RESOURCE``, which the sandbox lacks, and a lower container-wide value would
+be inherited by every ``docker exec``.) A command that lowers itself back to 0 on purpose ties
+with PID 1, and the kernel then picks the larger resident set; if PID 1 dies, the sandbox is lost
+and the episode restarts it from its last checkpoint.
+
 **PID 1** is ``containers/sandbox_init.py``. After every command, and at its timeout, the host
 has the engine signal PID 1, which kills every other process in the container and answers on
 its own stdout; the host waits for that answer. So no process outlives its command (as with
@@ -56,7 +66,8 @@ from docker.types import Mount as DockerMount
 from gym_trainfail.errors import SandboxLostError, SandboxUnavailableError
 from gym_trainfail.images import RuntimeImage, find_runtime_image, runtime_images
 from gym_trainfail.paths import home
-from gym_trainfail.sandbox.base import WORKSPACE, Device, ExecResult, GiB, Limits, Mount, Sandbox, SandboxConfig
+from gym_trainfail.sandbox.base import WORKSPACE, Device, ExecResult, Limits, Mount, Sandbox, SandboxConfig
+from gym_trainfail.sandbox.disk import scratch_bytes, shm_bytes
 from gym_trainfail.sandbox.docker_engine import (
     CTL_LABEL,
     LABEL,
@@ -87,8 +98,9 @@ AUDIT_FD = 3
 CTL_TARGET = "/run/trainfail"
 AUDIT_PATH = f"{CTL_TARGET}/audit"
 INIT_COMMAND = ("python3", "-I", "-S", "/opt/trainfail/sandbox-init.py")
-#: Opens the audit FIFO (``$0``) as fd 3, then becomes the command. A constant: values are arguments.
-LAUNCH_SCRIPT = 'exec 3>>"$0" && exec "$@"'
+#: Makes the command the OOM killer's first choice (see "Memory" above), opens the audit FIFO
+#: (``$0``) as fd 3, then becomes the command. A constant: values are arguments.
+LAUNCH_SCRIPT = '{ echo 1000 >/proc/self/oom_score_adj; } 2>/dev/null; exec 3>>"$0" && exec "$@"'
 _READY_TIMEOUT_S = 60.0
 _REAP_TIMEOUT_S = 20.0
 _EXIT_POLL_S = 0.5
@@ -165,7 +177,8 @@ def container_kwargs(spec: ContainerSpec) -> dict[str, Any]:
     """Keyword arguments of ``containers.create`` for ``spec``."""
     limits = spec.limits
     memory = limits.memory_bytes
-    tmp_size = f",size={memory}" if memory else ""
+    tmp_bytes = scratch_bytes(limits)
+    tmp_size = f",size={tmp_bytes}" if tmp_bytes else ""
     kwargs: dict[str, Any] = {
         "image": spec.image,
         "command": list(INIT_COMMAND),
@@ -182,7 +195,7 @@ def container_kwargs(spec: ContainerSpec) -> dict[str, Any]:
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges"],
         "ipc_mode": "private",
-        "shm_size": min(GiB, memory // 2) if memory else GiB,
+        "shm_size": shm_bytes(limits),
         "auto_remove": True,
         "detach": True,
         # An image based on a CUDA image may ask the NVIDIA runtime for every GPU; only jobs get GPUs.
@@ -311,6 +324,7 @@ class SandboxContainer:
         self.channels.drain(output.audit)
         exit_code = None if timed_out else self._exit_code(exec_id)
         oom = exit_code == _KILLED and self._oom_since(wall_started)
+        reports = parse_audit(output.audit)
         return ExecResult(
             exit_code=exit_code,
             stdout=output.stdout.text(),
@@ -319,7 +333,8 @@ class SandboxContainer:
             oom_killed=oom,
             output_truncated=output.stdout.truncated or output.stderr.truncated,
             duration_s=time.monotonic() - started,
-            audit=parse_audit(output.audit),
+            audit=reports.records,
+            audit_rejected=reports.rejected,
         )
 
     def _create_exec(self, argv: Sequence[str], env: Mapping[str, str], cwd: str, stdin: bool) -> str:
@@ -562,10 +577,15 @@ class DockerSandbox(Sandbox):
             workspace=self.host_workspace.resolve(),
             ctl_dir=ctl,
             limits=self.config.limits,
-            mounts=tuple(replace(m, source=m.source.resolve()) for m in self.config.mounts),
+            mounts=tuple(self._container_mount(m) for m in self.config.mounts),
             labels=labels,
             gpus=gpus,
         )
+
+    def _container_mount(self, mount: Mount) -> Mount:
+        # A runtime path (the arm's watched files) is where the image holds the runtime.
+        target = str(Path(self.container_runtime) / mount.target) if mount.in_runtime else mount.target
+        return replace(mount, source=mount.source.resolve(), target=target, in_runtime=False)
 
     def check_alive(self) -> None:
         self.require_workspace()

@@ -40,6 +40,8 @@ def sandbox_env(
         **config.runtime.env(),
         **config.env,
     }
+    if config.python_path:  # the runtime as this sandbox shows it: the image's path under Docker
+        env["PYTHONPATH"] = ":".join(str(config.runtime.root / folder) for folder in config.python_path)
     gpus = [d.index for d in devices if d.kind == "gpu"]
     if devices:
         env["TRAINFAIL_DEVICES"] = str(len(devices))

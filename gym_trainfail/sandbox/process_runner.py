@@ -8,7 +8,6 @@ cgroup is killed, so no background process outlives the step that started it.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import selectors
 import signal
@@ -18,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gym_trainfail.sandbox.audit import AuditReports, parse_reports
 from gym_trainfail.sandbox.base import ExecResult, Limits
 from gym_trainfail.sandbox.cgroups import JOIN_SCRIPT, Cgroup, cgroup_support
 
@@ -79,6 +79,7 @@ class AuditChannel:
     Arm hooks inside the sandbox (the control arm's blocker, the treatment arm's usage
     tracker) write one JSON object per line to it. The host reads the pipe while the command
     runs, so what was written is out of the command's reach: it cannot be erased afterwards.
+    Anything may be written to it, though: :func:`parse_audit` keeps only valid records.
     """
 
     def __init__(self) -> None:
@@ -98,21 +99,11 @@ class AuditChannel:
             os.close(fd)
 
 
-def parse_audit(buffer: CappedBuffer | None) -> tuple[dict[str, object], ...]:
-    """The JSON records written to an audit channel (malformed lines are kept as raw text)."""
+def parse_audit(buffer: CappedBuffer | None) -> AuditReports:
+    """The valid records written to an audit channel; every other line is counted, not kept."""
     if buffer is None:
-        return ()
-    records: list[dict[str, object]] = []
-    for line in buffer.text().splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError:
-            value = {"event": "unparsed", "raw": line[:300]}
-        records.append(value if isinstance(value, dict) else {"event": "unparsed", "raw": line[:300]})
-    return tuple(records)
+        return AuditReports()
+    return parse_reports(buffer.text().encode())
 
 
 def run_capped(
@@ -125,8 +116,10 @@ def run_capped(
     cgroup: Cgroup | None = None,
     stdin: bytes | None = None,
     audit: AuditChannel | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> RawResult:
-    """Run ``argv`` to completion or timeout; never leaves a process behind."""
+    """Run ``argv`` to completion or timeout; never leaves a process behind. The child inherits
+    the audit channel's write end and ``pass_fds``, no other descriptor."""
     command = list(argv)
     if cgroup is not None:
         command = ["/bin/sh", "-c", JOIN_SCRIPT, "sh", *cgroup.procs_files, "--", *command]
@@ -140,7 +133,7 @@ def run_capped(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        pass_fds=(audit.write_fd,) if audit is not None else (),
+        pass_fds=(*pass_fds, *((audit.write_fd,) if audit is not None else ())),
     )
     audit_buffer = None
     if audit is not None:
@@ -226,6 +219,7 @@ def run_limited(
     limits: Limits,
     stdin: bytes | None = None,
     audit: AuditChannel | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ExecResult:
     """Run ``argv`` in a fresh cgroup with ``limits`` (when the kernel allows one)."""
     group = None
@@ -242,10 +236,12 @@ def run_limited(
             cgroup=group,
             stdin=stdin,
             audit=audit,
+            pass_fds=pass_fds,
         )
     finally:
         if group is not None:
             group.remove()
+    reports = parse_audit(raw.audit)
     return ExecResult(
         exit_code=raw.returncode,
         stdout=raw.stdout.text(),
@@ -254,5 +250,6 @@ def run_limited(
         oom_killed=raw.oom_killed,
         output_truncated=raw.stdout.truncated or raw.stderr.truncated,
         duration_s=raw.duration_s,
-        audit=parse_audit(raw.audit),
+        audit=reports.records,
+        audit_rejected=reports.rejected,
     )

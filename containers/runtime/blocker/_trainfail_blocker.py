@@ -2,9 +2,13 @@
 
 Loaded at interpreter start-up from a ``.pth`` file in the runtime's site-packages (so it also
 holds under ``python -I``, ``-E`` and ``-s``). TrainCheck is not installed in this runtime at
-all; this module makes every attempt to reach it fail with a clear message, and reports the
-attempt on the file descriptor named by ``TRAINFAIL_AUDIT_FD`` (a pipe the host reads, so the
-record is out of the sandbox's reach).
+all; this module makes every attempt to reach it fail with a clear message and leaves two
+records of the attempt, both out of the sandbox's reach:
+
+* it opens the refusal marker of that kind (``refusals/<kind>`` in the runtime), a file the host
+  watches from outside, so the record holds even when the audit channel is closed or unset;
+* it writes one audit record (``{"type": "blocked", ...}``) to the file descriptor named by
+  ``TRAINFAIL_AUDIT_FD``, a pipe the host reads and checks against a closed schema.
 """
 
 import json
@@ -16,6 +20,11 @@ MESSAGE = (
     "TrainCheck is not available in this evaluation arm (control). "
     "It is not installed and cannot be installed here; work without it."
 )
+# <runtime>/venv/lib/pythonX.Y/site-packages/_trainfail_blocker.py -> <runtime>/refusals
+_ROOT = os.path.dirname(os.path.abspath(__file__))
+for _ in range(4):
+    _ROOT = os.path.dirname(_ROOT)
+_REFUSALS = os.path.join(_ROOT, "refusals")
 
 
 def _is_blocked(name):
@@ -25,15 +34,26 @@ def _is_blocked(name):
 _reported = set()
 
 
+def _mark(kind):
+    """Open the refusal marker: the host sees the open, whatever this process's environment."""
+    try:
+        os.close(os.open(os.path.join(_REFUSALS, kind), os.O_RDONLY))
+    except OSError:
+        pass
+
+
 def _report(kind, detail):
-    fd = os.environ.get("TRAINFAIL_AUDIT_FD")
-    if not fd or (kind, detail) in _reported:
+    if (kind, detail) in _reported:
         return
     _reported.add((kind, detail))
+    _mark(kind)
+    fd = os.environ.get("TRAINFAIL_AUDIT_FD")
+    if not fd:
+        return
     try:
-        line = json.dumps({"event": "blocked", "kind": kind, "detail": str(detail)[:300],
-                           "argv": sys.argv[:6], "pid": os.getpid()}) + "\n"
-        os.write(int(fd), line.encode())
+        record = {"type": "blocked", "kind": kind, "detail": str(detail)[:300],
+                  "argv": [str(a)[:200] for a in sys.argv[:12]], "pid": os.getpid()}
+        os.write(int(fd), (json.dumps(record) + "\n").encode())
     except (OSError, ValueError):
         pass
 

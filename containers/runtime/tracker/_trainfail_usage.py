@@ -1,9 +1,11 @@
 """Treatment-arm usage tracker: reports when TrainCheck is used, never changes what it does.
 
 Loaded at interpreter start-up from a ``.pth`` file in the runtime's site-packages. It writes
-one JSON line per use to the file descriptor named by ``TRAINFAIL_AUDIT_FD`` (a pipe the host
-reads): the first import of a TrainCheck module in a process, and every run of a
-``traincheck-*`` console script with its arguments.
+one audit record (``{"type": "usage", ...}``) per use to the file descriptor named by
+``TRAINFAIL_AUDIT_FD`` (a pipe the host reads and checks against a closed schema): the first
+import of a TrainCheck module in a process, and every run of a ``traincheck-*`` console script
+with its arguments. It is the second source: the host also watches TrainCheck's files from
+outside the sandbox, which no interpreter flag or environment change can switch off.
 """
 
 import json
@@ -18,9 +20,9 @@ def _report(kind, detail, argv):
     if not fd:
         return
     try:
-        line = json.dumps({"event": "traincheck", "kind": kind, "detail": str(detail)[:300],
-                           "argv": [str(a)[:200] for a in argv[:12]], "pid": os.getpid()}) + "\n"
-        os.write(int(fd), line.encode())
+        record = {"type": "usage", "kind": kind, "detail": str(detail)[:300],
+                  "argv": [str(a)[:200] for a in argv[:12]], "pid": os.getpid()}
+        os.write(int(fd), (json.dumps(record) + "\n").encode())
     except (OSError, ValueError):
         pass
 

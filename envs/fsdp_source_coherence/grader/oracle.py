@@ -1,11 +1,12 @@
 """Trusted same-topology oracle: the documented recipe with every rank loading one source.
 
-    torchrun --standalone --nproc_per_node=N oracle.py --out DIR
+    torchrun --standalone --nproc_per_node=N oracle.py --published TMP --out DIR
 
-Rank 0 first publishes both authentic sources into `DIR/published/{A,B}`. Then, for each
-source in turn and inside this one launch (process start-up is most of the cost), every rank
-loads that source with the plain Hugging Face loader, shards it as the workspace does, runs
-the recipe and writes its probe record to `DIR/oracle/<source>/rank<r>.pt`.
+Started by oracle_job.py (grader.oracle_command); it never runs revision code. Rank 0 first
+publishes both authentic sources into `TMP/{A,B}`. Then, for each source in turn and inside
+this one launch (process start-up is most of the cost), every rank loads that source with the
+plain Hugging Face loader, shards it as the workspace does, runs the recipe and writes its
+probe record, tensors included, to `DIR/<source>/rank<r>.pt`.
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "observer"))
+KIT = Path(__file__).resolve().parent / "kit"
+sys.path[:0] = [str(KIT), str(KIT / "observer")]
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -68,12 +70,14 @@ def oracle_for(source: str, published: Path, out: Path, mesh: DeviceMesh, device
     init = trainfail_probe.capture_initial(model)
     optimizer = run_recipe(model, dist.get_rank(), device)
     final = trainfail_probe.capture_final(model, optimizer)
-    trainfail_probe.write_record(out / source, init, final, {"started": started, "captured": time.time()})
+    timing = {"started": started, "captured": time.time()}
+    trainfail_probe.write_record(out / source, init, final, timing, keep_tensors=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--published", type=Path, required=True, help="scratch folder for the sources")
+    parser.add_argument("--out", type=Path, required=True, help="the oracle records, one folder per source")
     args = parser.parse_args()
     backend = os.environ.get("TRAINFAIL_BACKEND", "gloo")
     dist.init_process_group(backend)
@@ -81,13 +85,12 @@ def main() -> None:
     if backend == "nccl":
         device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
         torch.cuda.set_device(device)
-    published = args.out / "published"
     if dist.get_rank() == 0:
-        sources.publish(published)
+        sources.publish(args.published)
     dist.barrier()
     mesh = init_device_mesh(device.type, (dist.get_world_size(),))
     for source in sources.SOURCES:
-        oracle_for(source, published, args.out / "oracle", mesh, device)
+        oracle_for(source, args.published, args.out, mesh, device)
     dist.barrier()
     dist.destroy_process_group()
     sys.stdout.flush()

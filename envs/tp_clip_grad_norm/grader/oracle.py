@@ -1,7 +1,7 @@
-"""The TP=1 reference, written directly in torch.
+"""The TP=1 reference, written directly in torch (judge side).
 
 The same model trained with SGD and ``torch.nn.utils.clip_grad_norm_`` from the grader's
-own initial weights and data.
+own initial weights and data, which the judge regenerates itself (``kit/fixtures.py``).
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from fixtures import Fixtures, State
+from fixtures import Inputs, State
 from scenario import Scenario
 
 LN_EPS = 1e-5
@@ -17,9 +17,10 @@ LN_EPS = 1e-5
 
 @dataclass(frozen=True)
 class Reference:
-    """Final full parameters and the pre-clipping global gradient norm of every step."""
+    """Final full parameters, and each step's loss and pre-clipping global gradient norm."""
 
     params: State
+    losses: list[float]
     grad_norms: list[float]
     clipped_steps: int
 
@@ -56,20 +57,23 @@ def _sgd_step(params: list[torch.Tensor], lr: float) -> None:
         q.add_(q.grad, alpha=-lr)
 
 
-def reference_run(sc: Scenario, fx: Fixtures) -> Reference:
+def reference_run(sc: Scenario, inputs: Inputs) -> Reference:
     """Train the reference for ``sc.steps`` SGD steps on consecutive batches."""
-    p = {k: v.clone().requires_grad_(True) for k, v in fx.init.items()}
+    p = {k: v.clone().requires_grad_(True) for k, v in inputs.init.items()}
     params = list(p.values())
+    losses: list[float] = []
     norms: list[float] = []
     clipped = 0
     for step in range(sc.steps):
         rows = slice(step * sc.batch_size, (step + 1) * sc.batch_size)
         for q in params:
             q.grad = None
-        F.mse_loss(forward(p, fx.x[rows], sc.num_layers), fx.y[rows]).backward()
+        loss = F.mse_loss(forward(p, inputs.x[rows], sc.num_layers), inputs.y[rows])
+        loss.backward()  # type: ignore[no-untyped-call]
         norm = _grad_norm_and_clip(params, sc.max_norm)
         clipped += int(sc.max_norm > 0 and norm > sc.max_norm)
+        losses.append(float(loss))
         norms.append(norm)
         _sgd_step(params, sc.lr)
     final = {k: v.detach().clone() for k, v in p.items()}
-    return Reference(params=final, grad_norms=norms, clipped_steps=clipped)
+    return Reference(params=final, losses=losses, grad_norms=norms, clipped_steps=clipped)

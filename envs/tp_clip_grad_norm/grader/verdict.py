@@ -1,83 +1,154 @@
-"""Comparing the observed run with the TP=1 reference."""
+"""Comparing what the run left behind with the judge's own TP=1 reference."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from observe import Observation, gather_full, replicated_spread
+from observe import Observation, gather_full, replicated_spread, shard_shape
 from oracle import Reference
 from scenario import Scenario
+
+# torch 2.13's gloo can abort in static destructors after all Python code has run.
+EXIT_ABORT_MARKER = "terminate called without an active exception"
 
 
 @dataclass
 class Verdict:
-    """Status, a one-line reason and the measured metrics."""
+    """Status (``pass``, ``fail`` or ``retry``), a one-line reason and the measured metrics."""
 
     status: str
     reason: str
     metrics: dict[str, Any] = field(default_factory=dict)
 
 
-def _param_diff(ref: Reference, obs: Observation) -> tuple[float, str, str | None]:
-    """Max |param - reference| over all full parameters, its name, or a structural problem."""
-    keys = [set(s) for s in obs.rank_states]
-    if any(k != keys[0] for k in keys[1:]):
-        return math.inf, "", "ranks saved different parameter names"
-    if keys[0] != set(ref.params):
-        missing, extra = set(ref.params) - keys[0], keys[0] - set(ref.params)
-        return math.inf, "", (f"checkpoint names differ from the model's: "
-                              f"missing={sorted(missing)[:3]} extra={sorted(extra)[:3]}")
+@dataclass(frozen=True)
+class RunEnd:
+    """How the run phase and this scenario's launch ended (the launch part is reported by the
+    untrusted run kit; it can only turn a missing result into a fail or a retry)."""
+
+    phase_exit_code: int | None
+    phase_timed_out: bool
+    phase_oom_killed: bool
+    phase_output_tail: str
+    launch_returncode: int | None
+    launch_timed_out: bool
+    kit_error: str
+    kit_notes: str
+    log_text: str
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """Adversarial text made fit for a reason: printable, one line, bounded."""
+    flat = "".join(c if c.isprintable() else " " for c in text.replace("\n", " "))
+    return " ".join(flat.split())[:limit]
+
+
+def last_error_line(log_text: str) -> str:
+    """The most informative line of the job log for a one-line failure reason."""
+    lines = [ln.strip() for ln in log_text.splitlines() if ln.strip()]
+    for line in reversed(lines):
+        if "Error" in line or "error:" in line or "Exception" in line:
+            return one_line(line)
+    return one_line(lines[-1]) if lines else "(no output)"
+
+
+def unfinished(sc: Scenario, end: RunEnd, why: str) -> Verdict:
+    """No complete outputs: only a bare gloo exit abort retries; everything else fails."""
+    if end.phase_timed_out:
+        return Verdict("fail", f"the run phase hit its time limit before the outputs were complete ({why})")
+    if end.phase_oom_killed:
+        return Verdict("fail", f"the run phase was killed for memory before the outputs were complete ({why})")
+    if end.launch_timed_out:
+        return Verdict("fail", f"pipeline did not finish within {sc.run_timeout_s:g}s ({why})")
+    if EXIT_ABORT_MARKER in end.log_text and "Traceback" not in end.log_text:
+        return Verdict("retry", f"gloo exit abort before outputs were complete ({why})")
+    if end.kit_error:
+        return Verdict("fail", f"the run kit could not run the scenario ({why}): {one_line(end.kit_error)}")
+    if not end.log_text:
+        tail = one_line(end.phase_output_tail[-300:]) or "(no output)"
+        return Verdict("fail", f"no job log ({why}); the run phase exited with code "
+                               f"{end.phase_exit_code}, its output ends: {tail}")
+    notes = f"; the run kit left behind: {one_line(end.kit_notes, 200)}" if end.kit_notes else ""
+    return Verdict("fail", f"pipeline exited with code {end.launch_returncode}, outputs missing or malformed "
+                           f"({why}){notes}; last log line: {last_error_line(end.log_text)}")
+
+
+def _structure(ref: Reference, obs: Observation, tp: int) -> str | None:
+    """Why the saved states cannot be the model under the README layout, or None."""
+    names = set(ref.params)
+    for rank, state in enumerate(obs.rank_states):
+        if set(state) != names:
+            missing, extra = sorted(names - set(state))[:3], sorted(set(state) - names)[:3]
+            return f"rank {rank} saved names that differ from the model's: missing={missing} extra={extra}"
+        for name, expected in ref.params.items():
+            want = shard_shape(name, expected.shape, tp)
+            if tuple(state[name].shape) != want:
+                return f"rank {rank} {name}: shape {tuple(state[name].shape)}, README layout gives {want}"
+    return None
+
+
+def _param_diff(ref: Reference, obs: Observation) -> tuple[float, str]:
+    """Max |param - reference| over all full parameters (inf for NaN) and where."""
     full = gather_full(obs.rank_states)
     worst, where = 0.0, ""
     for name, expected in ref.params.items():
-        if full[name].shape != expected.shape:
-            shapes = f"{tuple(full[name].shape)} != {tuple(expected.shape)}"
-            return math.inf, name, f"{name}: gathered shape {shapes}"
         diff = (full[name] - expected).abs().max().item()
         if not diff <= worst:  # also catches NaN
             worst, where = diff if diff == diff else math.inf, name
-    return worst, where, None
+    return worst, where
 
 
-def _norm_error(ref: Reference, obs: Observation) -> float:
-    """Max relative error of the logged per-step grad norms (inf if any is missing)."""
+def _rel_error(got: list[float | None], expected: list[float]) -> float:
+    """Max relative error of reported per-step values (inf if any is missing or non-finite)."""
     worst = 0.0
-    for rec, expected in zip(obs.metrics, ref.grad_norms, strict=True):
-        got = rec.get("grad_norm")
-        if not isinstance(got, (int, float)) or not math.isfinite(got):
+    for value, want in zip(got, expected, strict=True):
+        if value is None or not math.isfinite(value):
             return math.inf
-        worst = max(worst, abs(got - expected) / expected)
+        worst = max(worst, abs(value - want) / max(abs(want), 1e-12))
     return worst
 
 
+def _guards(sc: Scenario, ref: Reference) -> str | None:
+    """Why the scenario itself does not test what it should (a grader fault), or None."""
+    need_clipped = math.ceil(sc.min_clipped_fraction * sc.steps) if sc.clipping else 0
+    if ref.clipped_steps < need_clipped:
+        return f"scenario guard: reference clipped {ref.clipped_steps}/{sc.steps} steps, needs {need_clipped}"
+    if sc.steps - ref.clipped_steps < sc.min_unclipped_steps:
+        return (f"scenario guard: reference left {sc.steps - ref.clipped_steps} steps unclipped, "
+                f"needs {sc.min_unclipped_steps}")
+    return None
+
+
 def judge(sc: Scenario, ref: Reference, obs: Observation) -> Verdict:
-    """Pass iff parameters, replicas and (when compared) grad norms all match."""
-    diff, worst_name, structural = _param_diff(ref, obs)
-    spread, spread_name = replicated_spread(obs.rank_states) if structural is None else (math.inf, "")
-    norm_err = _norm_error(ref, obs)
-    metrics: dict[str, Any] = {
-        "max_abs_param_diff": diff, "worst_param": worst_name,
-        "grad_norm_max_rel_err": norm_err, "grad_norm_compared": sc.compare_grad_norm,
-        "replicated_max_spread": spread, "ref_clipped_steps": ref.clipped_steps,
-        "ref_grad_norm_step0": ref.grad_norms[0],
-        "run_grad_norm_step0": obs.metrics[0].get("grad_norm"),
-    }
-    for failed, reason in _checks(sc, ref, structural, diff, worst_name, spread, spread_name, norm_err):
+    """Pass iff the structure, replicas, parameters and (when compared) grad norms and losses
+    all match the reference."""
+    metrics: dict[str, Any] = {"ref_clipped_steps": ref.clipped_steps, "ref_grad_norm_step0": ref.grad_norms[0],
+                               "run_grad_norm_step0": obs.metrics[0].grad_norm}
+    guard = _guards(sc, ref)
+    if guard is not None:
+        return Verdict("fail", guard, metrics)
+    structural = _structure(ref, obs, sc.tp)
+    if structural is not None:
+        return Verdict("fail", f"checkpoint unusable: {structural}", metrics)
+    spread, spread_name = replicated_spread(obs.rank_states)
+    diff, worst_name = _param_diff(ref, obs)
+    norm_err = _rel_error([r.grad_norm for r in obs.metrics], ref.grad_norms)
+    loss_err = _rel_error([r.loss for r in obs.metrics], ref.losses)
+    metrics |= {"max_abs_param_diff": diff, "worst_param": worst_name, "replicated_max_spread": spread,
+                "grad_norm_max_rel_err": norm_err, "grad_norm_compared": sc.compare_grad_norm,
+                "loss_max_rel_err": loss_err, "loss_compared": sc.compare_loss}
+    for failed, reason in _checks(sc, diff, worst_name, spread, spread_name, norm_err, loss_err):
         if failed:
             return Verdict("fail", reason, metrics)
     return Verdict("pass", f"TP={sc.tp} matches the TP=1 reference (max |dparam| {diff:.2e}, "
-                           f"grad-norm rel err {norm_err:.2e})", metrics)
+                           f"grad-norm rel err {norm_err:.2e}, loss rel err {loss_err:.2e})", metrics)
 
 
-def _checks(sc: Scenario, ref: Reference, structural: str | None, diff: float, worst_name: str,
-            spread: float, spread_name: str, norm_err: float) -> list[tuple[bool, str]]:
+def _checks(sc: Scenario, diff: float, worst_name: str, spread: float, spread_name: str,
+            norm_err: float, loss_err: float) -> list[tuple[bool, str]]:
     """Ordered (failed, reason) pairs; the first failing one becomes the verdict."""
-    need_clipped = math.ceil(sc.min_clipped_fraction * sc.steps) if sc.clipping else 0
     return [
-        (ref.clipped_steps < need_clipped,
-         f"scenario guard: reference clipped {ref.clipped_steps}/{sc.steps} steps, needs {need_clipped}"),
-        (structural is not None, f"checkpoint unusable: {structural}"),
         (not spread <= sc.replicated_atol,
          f"replicated parameter {spread_name} differs across tensor-parallel ranks by {spread:.3e}"),
         (not diff <= sc.param_atol,
@@ -86,4 +157,8 @@ def _checks(sc: Scenario, ref: Reference, structural: str | None, diff: float, w
         (sc.compare_grad_norm and not norm_err <= sc.norm_rtol,
          f"logged grad_norm differs from the reference global norm: max rel err {norm_err:.3e} "
          f"(tolerance {sc.norm_rtol:g})"),
+        (sc.compare_loss and not loss_err <= sc.loss_rtol,
+         f"logged loss differs from the reference loss: max rel err {loss_err:.3e} "
+         f"(tolerance {sc.loss_rtol:g})"),
     ]
+
