@@ -5,7 +5,9 @@ verdict-preserving options change.
 
 * echo case: three revisions graded sequentially and with ``--parallel`` scenarios at once
   (no receipt cache), verdicts compared;
-* every way is also graded in scenario groups (one run and one judge sandbox per device count);
+* every way is also graded in scenario groups (one run and one judge sandbox per device count),
+  and ``early-stop``: in groups, stopping at the first failing unit (what a reward needs; the
+  receipt is partial, its overall verdict and every scenario it holds must agree);
 * ``--real RUN_DIR``: a finished batch's grading (per-revision grader device-seconds by case, the
   grader/solver ratio with and without deduplication, and where grading time goes according to
   the harnesses' own timings: process start-up, training, oracle, the rest);
@@ -60,6 +62,7 @@ def both_ways(case: CaseSpec, folders: Sequence[Path], parallel: int) -> dict[st
     if parallel > 1:
         ways.append((f"parallel-{parallel}", {"group_scenarios": False, "parallel_scenarios": parallel}))
     ways.append(("grouped", {}))
+    ways.append(("early-stop", {}))
     oracle_device_s = 0.0
     warm = Grader(case, sandbox="bwrap", cache=False)
     if warm.oracles is not None:  # computed once per scenario, then shared: keep it out of the ways' figures
@@ -70,7 +73,7 @@ def both_ways(case: CaseSpec, folders: Sequence[Path], parallel: int) -> dict[st
         for label, options in ways:
             grader = Grader(case, sandbox="bwrap", cache=False, **options)
             started = time.perf_counter()
-            receipt = grader.grade_dir(folder)
+            receipt = grader.grade_dir(folder, stop_at_first_fail=label == "early-stop")
             row[label] = {"status": receipt.status, "wall_seconds": time.perf_counter() - started,
                           "device_seconds": receipt.device_seconds,
                           "verdicts": {o.scenario: o.status for o in receipt.outcomes},
@@ -80,6 +83,10 @@ def both_ways(case: CaseSpec, folders: Sequence[Path], parallel: int) -> dict[st
         row["same_verdicts"] = all(
             row[label]["verdicts"] == first["verdicts"] and row[label]["reasons"] == first["reasons"]
             for label, _ in ways
+            if label != "early-stop"
+        ) and (
+            row["early-stop"]["status"] == first["status"]
+            and all(first["verdicts"][name] == v for name, v in row["early-stop"]["verdicts"].items())
         )
         rows.append(row)
     return {"case": case.id, "parallel": parallel, "ways": [label for label, _ in ways], "revisions": rows,

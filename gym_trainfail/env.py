@@ -33,7 +33,7 @@ from gym_trainfail.errors import (
     ToolError,
     TrainFailError,
 )
-from gym_trainfail.grading import Grader
+from gym_trainfail.grading import NOT_RUNNABLE, Grader, not_runnable
 from gym_trainfail.ledger import Ledger, read_events, summarize
 from gym_trainfail.paths import episodes_dir, home
 from gym_trainfail.registry import get_case
@@ -342,7 +342,8 @@ class TrainFailEnv(gymnasium.Env[str, str]):
     @property
     def reward_status(self) -> str:
         """How the last episode's reward came about: ``graded``, ``no-revision``, ``deferred``,
-        ``grading-error…`` (``not-ended`` while it runs). Never the grade itself."""
+        ``incomplete: …`` (this node cannot run some scenario), ``grading-error…`` (``not-ended``
+        while it runs). Never the grade itself."""
         return self._reward_status
 
     @property
@@ -613,6 +614,13 @@ class TrainFailEnv(gymnasium.Env[str, str]):
                   "status": receipt.status, "reward": 1.0 if receipt.passed else 0.0,
                   "partial": receipt.partial, "scenarios": scenarios}  # fmt: skip
         (episode.run_dir / "result.json").write_text(json.dumps(result, indent=2))
+        if receipt.status == "error" and (missing := not_runnable(receipt)):
+            needed = max(o.metrics[NOT_RUNNABLE]["needed"] for o in missing)
+            self._reward_status = (
+                f"incomplete: {len(missing)} scenario(s) not runnable here (need {needed} devices, "
+                f"this node has {self.pool.describe()})"
+            )
+            return 0.0
         if receipt.status == "error":
             self._reward_status = "grading-error"
             return 0.0

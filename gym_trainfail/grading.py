@@ -359,6 +359,9 @@ class Grader:
         """Grade ``unit`` (scenarios needing the same number of devices) in one run sandbox and
         one judge sandbox; a scenario left without a verdict is graded again on its own."""
         started = time.monotonic()
+        if unit and unit[0].devices > self.pool.size:
+            # Not a verdict on the revision: this node cannot run the scenario at all.
+            return [_not_runnable(s, self.pool.size, self.pool.describe()) for s in unit]
         oracle_mounts: list[Mount] = []
         oracle_cost: dict[str, tuple[float, float]] = {}
         runnable: list[Scenario] = []
@@ -724,6 +727,25 @@ def _unjudged(scenario: Scenario, reason: str, device_s: float, queue_s: float, 
         device_seconds=device_s,
         queue_wait_s=queue_s,
     )
+
+
+#: The metric that marks an outcome as "this node cannot run the scenario" (needed, available).
+NOT_RUNNABLE = "not_runnable_here"
+
+
+def _not_runnable(scenario: Scenario, available: int, described: str) -> ScenarioOutcome:
+    return ScenarioOutcome(
+        scenario=scenario.name,
+        kind=scenario.kind,
+        status="error",
+        reason=f"not runnable here: needs {scenario.devices} devices, this node has {described}",
+        metrics={NOT_RUNNABLE: {"needed": scenario.devices, "available": available}},
+    )
+
+
+def not_runnable(receipt: Receipt) -> list[ScenarioOutcome]:
+    """The receipt's scenarios this node could not run (too few devices)."""
+    return [o for o in receipt.outcomes if o.status == "error" and NOT_RUNNABLE in o.metrics]
 
 
 def _outcome(scenario: Scenario, status: Status, reason: str) -> ScenarioOutcome:

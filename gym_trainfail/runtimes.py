@@ -27,7 +27,7 @@ from gym_trainfail.hashing import bytes_digest
 from gym_trainfail.paths import containers_dir, runtimes_dir
 
 #: Bump when the build procedure changes in a way the inputs do not show.
-BUILD_SCHEMA = "3"
+BUILD_SCHEMA = "4"
 COMPLETE_MARKER = ".complete"
 BLOCKER_MODULE = "_trainfail_blocker.py"
 BLOCKER_PTH = "_trainfail_blocker.pth"
@@ -281,12 +281,14 @@ TRAINCHECK_COMMANDS = (
 
 def _write_command_shims(runtime: Runtime) -> None:
     # A shell script, not a Python one: the blocker's audit hook refuses to open Python files
-    # whose path names TrainCheck, which would hide the message behind an OSError.
+    # whose path names TrainCheck, which would hide the message behind an OSError. It finds its
+    # interpreter beside itself: a Docker image (and the host's watch copy) holds the runtime
+    # at another path than the one it was built at.
     for command in TRAINCHECK_COMMANDS:
         shim = runtime.bin_dir / command
         shim.write_text(
             "#!/bin/sh\n"
-            f'exec "{runtime.python}" -c "import sys, _trainfail_blocker as b; '
+            'exec "$(dirname "$0")/python" -c "import sys, _trainfail_blocker as b; '
             f"b._report('command', {command!r}); sys.exit(b.MESSAGE)\"\n"
         )
         shim.chmod(0o755)

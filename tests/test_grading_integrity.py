@@ -289,3 +289,64 @@ def test_a_reward_grade_stops_at_the_first_failure_and_a_full_grade_completes_it
     assert not full.partial and [o.scenario for o in full.outcomes] == ["runs", "answer"]
     assert full.outcomes[1] == quick.outcomes[0], "the full grade completes the receipt instead of redoing it"
     assert full.outcomes[0].status == "pass" and grader.cached(quick.tree) == full
+
+
+def test_too_few_devices_is_an_incomplete_grade_never_a_crash(
+    echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None, tmp_path: Path
+) -> None:
+    from gym_trainfail.devices import DevicePool
+    from gym_trainfail.env import TrainFailEnv
+    from gym_trainfail.grading import not_runnable
+
+    pool = DevicePool("cpu", count=1, root=tmp_path / "devices")  # the failure scenario needs 2
+    env = TrainFailEnv(case=echo_case, sandbox="bwrap", runs_root=tmp_path / "runs", device_pool=pool)
+    try:
+        env.reset(seed=0)
+        observation = env.step({"tool": "run_job", "arguments": {"command": "true", "devices": 2}})[0]
+        assert observation.startswith("error: requested 2 devices but this node has 1 CPU slot")
+        # a tree of its own: a receipt from a node with enough devices would answer for it
+        env.step({"tool": "write_file", "arguments": {"path": "notes.md", "content": str(tmp_path)}})
+        env.step({"tool": "edit_file", "arguments": {"path": "report.py", "old_text": "41", "new_text": "42"}})
+        env.step({"tool": "submit", "arguments": {}})
+        _, reward, terminated, _, info = env.step({"tool": "finish", "arguments": {}})
+    finally:
+        env.close()
+    assert terminated and reward == 0.0
+    assert (
+        info["reward_status"]
+        == "incomplete: 1 scenario(s) not runnable here (need 2 devices, this node has 1 CPU slot)"
+    )
+    receipt = Grader(echo_case, sandbox="bwrap", pool=pool, cache=False).grade_dir(echo_case.workspace_dir)
+    assert [o.scenario for o in not_runnable(receipt)] == ["answer"] and receipt.status == "error"
+
+
+def test_the_run_phase_cannot_fill_the_hosts_disk(
+    case_copy: Path, runtime: Runtime, bwrap_usable: None, tmp_path: Path
+) -> None:
+    from gym_trainfail.sandbox.disk import disk_support
+
+    if disk_support().method == "none":
+        pytest.skip(f"no disk budget can be enforced here: {disk_support().reason}")
+    toml = case_copy / "case.toml"
+    toml.write_text(toml.read_text().replace("steps = 40", "steps = 40\ndisk_mb = 64"))
+    case = load_case(case_copy)
+    workspace = tmp_path / "filler"
+    shutil.copytree(case.workspace_dir, workspace)
+    (workspace / "report.py").write_text(
+        textwrap.dedent(
+            """
+            import os, sys
+            for path in ("/workspace/fill", "/out/fill"):
+                try:
+                    fd = os.open(path, os.O_CREAT | os.O_WRONLY)
+                    os.posix_fallocate(fd, 0, 1 << 30)
+                    print(path, "took 1 GiB", file=sys.stderr)
+                except OSError as exc:
+                    print(path, exc.strerror, file=sys.stderr)
+            """
+        )
+    )
+    result = Grader(case, sandbox="bwrap", cache=False).two_phase(workspace, [case.scenario("answer")], ())
+    assert result.run is not None
+    seen = result.run.result.stderr
+    assert "/workspace/fill No space left on device" in seen and "/out/fill No space left on device" in seen, seen

@@ -163,6 +163,7 @@ class FileWatch:
                 self._where[wd] = (watched.label, shown.as_posix().removesuffix("/."))
         else:
             shutil.copy2(watched.source, copy)
+            _portable_shebang(copy)
             wd = self._inotify.add(copy, IN_OPEN | IN_ACCESS)
             self._where[wd] = (watched.label, watched.source.name)
         self._mounts.append(Mount(copy, watched.target, in_runtime=watched.in_runtime))
@@ -242,6 +243,18 @@ class FileWatch:
         with contextlib.suppress(OSError):
             _make_writable(self.folder)
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _portable_shebang(script: Path) -> None:
+    """A console script's shebang names the host runtime's interpreter; a Docker image holds the
+    runtime at another path. The copy runs whichever runtime's ``python`` the sandbox has on
+    ``PATH`` (the runtime's own bin comes first in every backend)."""
+    with script.open("rb") as handle:
+        first = handle.readline(4096)
+    if not first.startswith(b"#!") or not first.rstrip().endswith((b"/bin/python", b"/bin/python3")):
+        return
+    rest = script.read_bytes()[len(first) :]
+    script.write_bytes(b"#!/usr/bin/env python\n" + rest)
 
 
 def _owner_prefix() -> str:
