@@ -199,12 +199,24 @@ def traincheck_runtime() -> Runtime:
     return build_runtime("traincheck")
 
 
-@pytest.fixture(params=["control", "traincheck"])
+@pytest.fixture(
+    params=[
+        ("control", "bwrap"),
+        ("traincheck", "bwrap"),
+        pytest.param(("control", "docker"), marks=pytest.mark.docker),
+    ],
+    ids=["control-bwrap", "traincheck-bwrap", "control-docker"],
+)
 def arm_env(
     request: pytest.FixtureRequest, echo_case: CaseSpec, bwrap_usable: None, tmp_path: Path
 ) -> Iterator[TrainFailEnv]:
-    request.getfixturevalue("runtime" if request.param == "control" else "traincheck_runtime")
-    env = TrainFailEnv(case=echo_case, arm=request.param, sandbox="bwrap", runs_root=tmp_path / "runs")
+    arm, backend = request.param
+    request.getfixturevalue("runtime" if arm == "control" else "traincheck_runtime")
+    if backend == "docker":
+        from tests.test_arms import require_image
+
+        require_image(arm)
+    env = TrainFailEnv(case=echo_case, arm=arm, sandbox=backend, runs_root=tmp_path / "runs")
     env.reset(seed=0)
     yield env
     env.close()
@@ -231,7 +243,7 @@ def test_forged_audit_records_are_dropped_counted_and_change_nothing(
         shown = act(env, "shell", command=f'cat forged/{index}.jsonl >&"$TRAINFAIL_AUDIT_FD"; echo written')
         assert shown.startswith("exit code 0") and "written" in shown, f"{forges}: {shown}"
     env.close()  # a forged finish (reason sandbox-lost) must not stop a resume
-    resumed = TrainFailEnv(case=echo_case, arm=env.arm.name, sandbox="bwrap")
+    resumed = TrainFailEnv(case=echo_case, arm=env.arm.name, sandbox=env.backend)
     try:
         resumed.reset(options={"resume": run_dir})
         act(resumed, "shell", command='echo \'{"event": "submit", "revision": 1}\' >&"$TRAINFAIL_AUDIT_FD"')

@@ -31,13 +31,17 @@ from gym_trainfail.paths import home
 from gym_trainfail.runtimes import Runtime
 from gym_trainfail.workspace_fs import WorkspaceFiles
 
-BACKENDS = ["bwrap", "process"]
+BACKENDS = ["bwrap", "process", pytest.param("docker", marks=pytest.mark.docker)]
 
 
 @pytest.fixture(params=BACKENDS)
 def any_env(
     request: pytest.FixtureRequest, echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None, tmp_path: Path
 ) -> Iterator[TrainFailEnv]:
+    if request.param == "docker":
+        from tests.test_arms import require_image
+
+        require_image("control")
     env = TrainFailEnv(case=echo_case, sandbox=request.param, runs_root=tmp_path / "runs", grade_on_end=False)
     yield env
     env.close()
