@@ -4,7 +4,9 @@ Only the host writes events. Every event has ``event`` (its kind) and ``t`` (wal
 since the epoch). Kinds:
 
 ``reset``       case, arm, sandbox, seed — the episode starts
-``step``        index, tool, arguments, start, end, status (``ok`` / ``error``), exit code
+``step``        index, tool, arguments, start, end, status (``ok`` / ``error``), exit code;
+                string arguments over 16,000 characters are a preview, with ``elided`` giving
+                their size and SHA-256 (:mod:`gym_trainfail.call_records`)
 ``tokens``      input, output, cached_input (input includes cached), estimated
 ``device``      devices, kind, ids, queued_at, started_at, released_at, device_seconds, role
 ``submit``      revision, tree
