@@ -27,6 +27,7 @@ from gym_trainfail.batch.status import (
     write_status,
 )
 from gym_trainfail.batch.worker import RESULT_FILE, AttemptResult
+from gym_trainfail.sandbox.disk import reclaim_stale
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,10 @@ def _reconcile(layout: RunLayout, status: EpisodeStatus) -> EpisodeStatus:
 def _start(layout: RunLayout, runner: Runner, planned: PlannedEpisode, status: EpisodeStatus) -> EpisodeStatus:
     number = len(status.attempts) + 1
     leftovers = layout.episode(planned.id)
+    # A killed worker may have left its workspace's disk-budget filesystem mounted: close it (its
+    # contents copied out in place) before the folder moves, or a later reclaim would copy them
+    # back to where the next attempt starts.
+    reclaim_stale()
     if leftovers.exists():
         aside = layout.attempt(planned.id, number - 1) / "episode"
         aside.parent.mkdir(parents=True, exist_ok=True)
