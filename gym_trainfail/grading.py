@@ -362,7 +362,7 @@ class Grader:
         if unit and unit[0].devices > self.pool.size:
             # Not a verdict on the revision: this node cannot run the scenario at all.
             return [_not_runnable(s, self.pool.size, self.pool.describe()) for s in unit]
-        oracle_mounts: list[Mount] = []
+        oracle_mounts: dict[str, Mount] = {}
         oracle_cost: dict[str, tuple[float, float]] = {}
         runnable: list[Scenario] = []
         outcomes: dict[str, ScenarioOutcome] = {}
@@ -377,7 +377,7 @@ class Grader:
                     scenario, "the oracle run gave no reference", device_s, queue_s, started
                 )
             else:
-                oracle_mounts.append(Mount(oracle, f"{ORACLE_MOUNT}/{scenario.name}"))
+                oracle_mounts[scenario.name] = Mount(oracle, f"{ORACLE_MOUNT}/{scenario.name}")
                 runnable.append(scenario)
         attempts = 0
         spent: dict[str, tuple[float, float]] = {s.name: oracle_cost.get(s.name, (0.0, 0.0)) for s in runnable}
@@ -385,7 +385,8 @@ class Grader:
         last: UnitResult | None = None
         while pending:
             attempts += 1
-            last = self.two_phase(source, pending, tuple(m for m in oracle_mounts if _mount_of(m, pending)))
+            mounts = tuple(oracle_mounts[s.name] for s in pending if s.name in oracle_mounts)
+            last = self.two_phase(source, pending, mounts)
             for scenario in pending:
                 device_s, queue_s = last.shares[scenario.name]
                 spent[scenario.name] = (spent[scenario.name][0] + device_s, spent[scenario.name][1] + queue_s)
@@ -677,10 +678,6 @@ def _run_facts(run: PhaseRun, check: ArtifactCheck, scenarios: int) -> dict[str,
         "output_tail": tail,
         "removed": list(check.removed),
     }
-
-
-def _mount_of(mount: Mount, scenarios: Sequence[Scenario]) -> bool:
-    return any(mount.target == f"{ORACLE_MOUNT}/{s.name}" for s in scenarios)
 
 
 def _shares(
