@@ -9,8 +9,10 @@ command line) but run in the agent's own processes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gym_trainfail.errors import TrainFailError
 from gym_trainfail.paths import containers_dir
@@ -73,3 +75,32 @@ def get_arm(name: str) -> Arm:
         return ARMS[name]
     except KeyError:
         raise TrainFailError(f"unknown arm {name!r}; expected one of {sorted(ARMS)}") from None
+
+
+#: ``audit`` reports by category (see :func:`audit_category`).
+TOOL_CATEGORIES = ("traincheck", "blocked", "manual", "listed", "mention")
+
+
+def audit_category(event: Mapping[str, Any]) -> str | None:
+    """What an ``audit`` event shows: ``traincheck`` (TrainCheck's code or commands used),
+    ``blocked`` (the control arm refused or the decoy was reached), ``manual`` (the manual read),
+    ``listed`` (only a folder of them listed: ``ls``, ``find``, or a library scanning ``sys.path``)
+    or ``mention`` (a tool call named TrainCheck); ``None`` for anything else."""
+    report = event.get("report")
+    if not isinstance(report, Mapping):
+        return None
+    kind = report.get("type")
+    if kind == "usage":
+        return "traincheck"
+    if kind in ("blocked", "mention"):
+        return str(kind)
+    if kind != "access":
+        return None
+    target = report.get("target")
+    if report.get("access") == "list":
+        return "listed"
+    if target == "manual":
+        return "manual"
+    if target in USE_LABELS:
+        return "traincheck"
+    return "blocked" if target in BLOCKED_LABELS else None

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NoReturn, cast
 
+from gym_trainfail.diagnosis.rubric import DIAGNOSIS_DIR, Rubric, load_rubric
 from gym_trainfail.errors import CaseDefinitionError
 from gym_trainfail.hashing import tree_digest
 
@@ -127,6 +128,8 @@ class CaseSpec:
     judge_timeout_s: float = 120.0
     #: The most a run phase may leave under ``/out`` before its scenarios fail.
     artifact_limit_mb: int = 1024
+    #: The private diagnosis rubric (``grader/diagnosis/rubric.toml``), if the case has one.
+    rubric: Rubric | None = None
 
     @property
     def kit_dir(self) -> Path:
@@ -180,8 +183,11 @@ class CaseSpec:
         return tree_digest(self.root, exclude=("__pycache__", "*.pyc"))
 
     def grader_hash(self) -> str:
-        """Digest of what decides a verdict: case.toml and the grader folder."""
-        return tree_digest(self.root, include=("case.toml", "grader"), exclude=("__pycache__", "*.pyc"))
+        """Digest of what decides a verdict: case.toml and the grader folder, less its diagnosis
+        rubric (which measures how agents get there and never decides a verdict)."""
+        return tree_digest(
+            self.root, include=("case.toml", "grader"), exclude=("__pycache__", "*.pyc", f"grader/{DIAGNOSIS_DIR}")
+        )
 
     def scenario(self, name: str) -> Scenario:
         """Look a scenario up by name."""
@@ -258,6 +264,7 @@ def load_case(root: Path) -> CaseSpec:
         check_command=reader.string("workspace.check_command", default=""),
         oracle_command=tuple(reader.strings("grader.oracle_command", default=[])),
         scenarios=load_scenarios(root / "grader" / SCENARIOS_FILE),
+        rubric=load_rubric(root / "grader", root / "workspace"),
     )
 
 

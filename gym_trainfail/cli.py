@@ -47,6 +47,10 @@ from gym_trainfail.batch.ray_runner import RayRunner, describe_cluster
 from gym_trainfail.batch.runner import Runner
 from gym_trainfail.cases import CaseSpec
 from gym_trainfail.devices import DevicePool
+from gym_trainfail.diagnosis.fixtures import FixtureCheck
+from gym_trainfail.diagnosis.judges import Judge
+from gym_trainfail.diagnosis.llm_judge import LLMJudge
+from gym_trainfail.diagnosis.milestones import LABELS, MILESTONES
 from gym_trainfail.episode import EpisodeResult, RunGrades, grade_run, resume_episode, run_episode
 from gym_trainfail.errors import RuntimeMissingError, TrainFailError
 from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome, apply_patch
@@ -143,6 +147,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tree", type=Path, help="a folder holding a whole workspace")
     p.add_argument("--sandbox", default="auto")
     p.add_argument("--no-cache", action="store_true", help="grade again even when a receipt exists")
+    _judge_options(p)
     p.add_argument("--json", action="store_true")
 
     p = command("qualify", cmd_qualify, "run a case's admission gate and print the scenario table")
@@ -151,6 +156,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=2, help="runs of the unmodified workspace (default 2)")
     p.add_argument("--wrong-repairs", action="store_true", help="also grade the case's wrong repairs")
     p.add_argument("--out", type=Path, help="also write the result as JSON here")
+    _judge_options(p)
     p.add_argument("--json", action="store_true")
 
     p = command("case", cmd_case, "case authoring: `case new NAME` scaffolds a case folder")
@@ -190,6 +196,7 @@ def _batch_parsers(command: Callable[[str, Callable[[argparse.Namespace], int], 
     p.add_argument("--parallel-scenarios", type=int, default=1, help="scenarios of one revision at once (default 1)")
     p.add_argument("--agent-option", action="append", default=[], metavar="AGENT:KEY=VALUE",
                    help="an option for one agent (repeatable; values parsed as JSON when they can be)")  # fmt: skip
+    _judge_options(p)
     p.add_argument("--json", action="store_true")
 
     p = command("leaderboard", cmd_leaderboard, "render a batch as JSONL/CSV, a Markdown table and an HTML page")
@@ -197,6 +204,21 @@ def _batch_parsers(command: Callable[[str, Callable[[argparse.Namespace], int], 
     p.add_argument("--out", type=Path, help="output folder (default: RUN_DIR/leaderboard)")
     p.add_argument("--title", help="page title (default: the run directory's name)")
     p.add_argument("--json", action="store_true")
+
+
+def _judge_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--judge-model", help="judge diagnosis statements with this model (default: the deterministic "
+                   "rubric judge, no network)")  # fmt: skip
+    p.add_argument("--judge-base-url", help="OpenAI-compatible endpoint of the judge model (key: $OPENAI_API_KEY)")
+
+
+def _judge(args: argparse.Namespace) -> Judge | None:
+    """The judge the options ask for (``None``: the deterministic rubric judge)."""
+    if getattr(args, "judge_base_url", None) and not args.judge_model:
+        raise TrainFailError("--judge-base-url needs --judge-model NAME")
+    if not getattr(args, "judge_model", None):
+        return None
+    return LLMJudge(args.judge_model, args.judge_base_url)
 
 
 # -- doctor / cases / runtimes ----------------------------------------------------------------
@@ -397,7 +419,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         raise TrainFailError("give an episode's run directory, or --case ID with --patch FILE or --tree DIR")
     if not (args.run_dir / "episode.json").exists():
         raise TrainFailError(f"{args.run_dir} is not an episode run directory (no episode.json)")
-    grades = _grade_with_progress(args.run_dir, args.sandbox)
+    grades = _grade_with_progress(args.run_dir, args.sandbox, _judge(args))
     if args.json:
         print(json.dumps(grades.to_json(), indent=2))
     else:
@@ -459,7 +481,7 @@ def _print_receipt(case: CaseSpec, receipt: Receipt) -> None:
               f"{receipt.device_seconds:.1f} grader device-seconds")  # fmt: skip
 
 
-def _grade_with_progress(run_dir: Path, sandbox: str) -> RunGrades:
+def _grade_with_progress(run_dir: Path, sandbox: str, judge: Judge | None = None) -> RunGrades:
     with err.status(f"grading {run_dir}") as status:
 
         def hook(revision: int, scenario: str, outcome: ScenarioOutcome | None) -> None:
@@ -468,7 +490,7 @@ def _grade_with_progress(run_dir: Path, sandbox: str) -> RunGrades:
             else:
                 err.print(f"  revision {revision} · {scenario}: {outcome.status} ({outcome.duration_s:.1f} s)")
 
-        return grade_run(run_dir, sandbox=sandbox, progress=hook)
+        return grade_run(run_dir, sandbox=sandbox, progress=hook, judge=judge)
 
 
 # -- qualify ----------------------------------------------------------------------------------
@@ -476,6 +498,7 @@ def _grade_with_progress(run_dir: Path, sandbox: str) -> RunGrades:
 
 def cmd_qualify(args: argparse.Namespace) -> int:
     case = resolve_case(args.case)
+    judge = _judge(args)
     _ensure_runtime("control")
     with err.status(f"qualifying {case.id}") as status:
 
@@ -486,7 +509,7 @@ def cmd_qualify(args: argparse.Namespace) -> int:
                 err.print(f"  {variant:<22} {scenario:<24} {outcome.status:<5} {outcome.duration_s:6.1f} s")
 
         result = qualify(case, sandbox=args.sandbox, repeats=args.repeats, wrong_repairs=args.wrong_repairs,
-                         progress=hook)  # fmt: skip
+                         progress=hook, judge=judge)  # fmt: skip
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result.to_json(), indent=2, default=str))
@@ -522,10 +545,26 @@ def _print_qualification(case: CaseSpec, result: Qualification) -> None:
     if result.forced_settings:
         out.print("\nsettings the grader forces away from the shipped config (grader/README.md):\n")
         out.print(escape(result.forced_settings), highlight=False)
+    out.print(_rubric_line(result.rubric))
     verdict = "[green]admitted[/]" if result.admitted else "[red]refused[/]"
     out.print(f"{verdict} in {result.seconds:.0f} s")
     for problem in result.problems:
         out.print(f"  - {problem}")
+
+
+def _rubric_line(check: FixtureCheck | None) -> str:
+    if check is None:
+        return "diagnosis rubric: none (grader/diagnosis/rubric.toml); diagnosis milestones will not be measured"
+
+    def pct(value: float | None) -> str:
+        return "—" if value is None else f"{value:.0%}"
+
+    fixtures = check.true_positive + check.false_positive + check.false_negative + check.true_negative
+    line = (f"diagnosis rubric ({escape(check.judge)} judge) on {fixtures} fixtures: precision "
+            f"{pct(check.precision)}, recall {pct(check.recall)}")  # fmt: skip
+    if check.undecided:
+        line += f", {check.undecided} undecided"
+    return line
 
 
 def _headline(outcome: ScenarioOutcome) -> tuple[str, str]:
@@ -548,6 +587,7 @@ def cmd_case(args: argparse.Namespace) -> int:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
+    judge = _judge(args)
     layout = RunLayout(args.out)
     plan = _batch_plan(args, layout)
     err.print(f"plan: {len(plan.episodes)} episodes → {_short(layout.plan)}")
@@ -562,7 +602,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         report = _grade_batch(args, layout, plan)
         result["grading"] = {k: v for k, v in report.to_json().items() if k != "per_tree"}
     if args.stage in ("all", "grade", "adjudicate"):
-        adjudications = adjudicate_batch(layout, plan, force=args.stage == "adjudicate")
+        adjudications = adjudicate_batch(layout, plan, force=args.stage == "adjudicate", judge=judge)
         result["adjudicated"] = len(adjudications)
         err.print(f"adjudicated {len(adjudications)} episodes → {_short(layout.root / 'adjudication')}")
         err.print(f"next: trainfail leaderboard {_short(layout.root)}")
@@ -738,6 +778,31 @@ def _print_grades(grades: RunGrades) -> None:
     out.print(
         f"grading: {grades.unique_trees} distinct tree(s), {grades.grader_device_seconds:.1f} grader device-seconds"
     )
+    if grades.diagnosis is not None:
+        _print_milestones(grades.diagnosis)
+
+
+def _print_milestones(diagnosis: dict[str, Any]) -> None:
+    judge = diagnosis.get("judge")
+    table = Table(title=f"milestones ({escape(judge)} judge)" if judge else "milestones (no diagnosis rubric)")
+    for column in ("milestone", "raw s", "adjusted s", "turn", "step", "tokens", "solver dev-s", "what was said"):
+        table.add_column(column)
+    for name in MILESTONES:
+        m = diagnosis["milestones"].get(name)
+        if m is None:
+            table.add_row(LABELS[name], "—", "—", "—", "—", "—", "—", "")
+            continue
+        low, high = m["tokens_low"], m["tokens_high"]
+        tokens = str(high) if low == high else f"{low}–{high}"
+        table.add_row(LABELS[name], f"{m['raw_s']:.1f}", f"{m['adjusted_s']:.1f}", str(m["turn"]), str(m["step"]),
+                      tokens, f"{m['solver_device_seconds']:.1f}", escape(m["excerpt"][:120]))  # fmt: skip
+    out.print(table)
+    if (engaged := diagnosis.get("engagement")) is not None:
+        out.print(f"TrainCheck engagement: {engaged['level']}")
+    scope = diagnosis["validation"]
+    steps = f", {scope['steps']} updates trained" if scope.get("steps") is not None else ""
+    out.print(f"validation: {scope['jobs']} job(s), {scope['device_seconds']:.1f} device-s, "
+              f"{scope['distinct_commands']} distinct command(s), ranks {scope['ranks'] or '—'}{steps}")  # fmt: skip
 
 
 def _short(path: Path) -> str:

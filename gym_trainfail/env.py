@@ -85,6 +85,11 @@ class _Episode:
     watch: FileWatch | None = None
 
 
+#: Who may speak in a recorded message, what kind of text it is, and how much of it is kept.
+MESSAGE_ROLES = ("assistant", "user", "system")
+MESSAGE_KINDS = ("message", "reasoning")
+MAX_MESSAGE_CHARS = 64_000
+
 #: What a tool handler's extra fields may add to its step event.
 _STEP_FIELDS = ("exit_code", "timed_out", "oom_killed", "revision", "forged_audit_records")
 
@@ -332,6 +337,26 @@ class TrainFailEnv(gymnasium.Env[str, str]):
             cached_input=int(cached_input_tokens),
             estimated=estimated,
         )
+
+    def record_message(self, text: str, role: str = "assistant", *, kind: str = "message") -> None:
+        """Record what the agent said (a message, or a reasoning summary with ``kind="reasoning"``),
+        so the gym can tell when it understood the failure (:mod:`gym_trainfail.diagnosis`).
+
+        Recorded text never affects the reward. It goes to the ledger (``message`` events) and the
+        transcript; text over :data:`MAX_MESSAGE_CHARS` is cut there, with its full size noted."""
+        episode = self._require_episode()
+        if role not in MESSAGE_ROLES:
+            raise TrainFailError(f"record_message: role must be one of {MESSAGE_ROLES}, not {role!r}")
+        if kind not in MESSAGE_KINDS:
+            raise TrainFailError(f"record_message: kind must be one of {MESSAGE_KINDS}, not {kind!r}")
+        text = str(text)
+        kept = text[:MAX_MESSAGE_CHARS]
+        fields: dict[str, Any] = {"role": role, "kind": kind, "text": kept, "step": episode.steps}
+        if len(kept) < len(text):
+            fields["chars"] = len(text)
+        record = episode.ledger.append("message", **fields)
+        with (episode.run_dir / "transcript.jsonl").open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"message": {k: record[k] for k in ("t", "role", "kind", "text", "step")}}) + "\n")
 
     def record_suspension(self, start: float, end: float, reason: str) -> None:
         """Report time the episode was not running (provider waits, a crashed loop)."""
@@ -690,17 +715,20 @@ def _append_transcript(
         handle.write(json.dumps(record) + "\n")
 
 
-def read_transcript(run_dir: Path) -> list[dict[str, Any]]:
-    """The recorded steps of an episode (index, tool, arguments, observation, ...)."""
+def read_transcript(run_dir: Path, *, messages: bool = False) -> list[dict[str, Any]]:
+    """The recorded steps of an episode (index, tool, arguments, observation, ...), in order;
+    with ``messages=True`` also the recorded messages (``{"message": {...}}``) between them."""
     path = run_dir / "transcript.jsonl"
     if not path.exists():
         return []
     records = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
-            records.append(json.loads(line))
+            record = json.loads(line)
         except json.JSONDecodeError:
             continue  # a torn last line from a crash
+        if isinstance(record, dict) and ("index" in record or (messages and "message" in record)):
+            records.append(record)
     return records
 
 

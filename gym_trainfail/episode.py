@@ -14,12 +14,14 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from gym_trainfail.agents import Agent, load_agent
 from gym_trainfail.cases import CaseSpec, load_case
+from gym_trainfail.diagnosis.judges import Judge
+from gym_trainfail.diagnosis.milestones import diagnose
 from gym_trainfail.env import TrainFailEnv
 from gym_trainfail.errors import TrainFailError, UnknownCaseError
 from gym_trainfail.grading import FirstValid, Grader, Receipt, ScenarioOutcome, first_valid, write_json
@@ -147,6 +149,8 @@ class RunGrades:
     unique_trees: int
     grader_device_seconds: float
     grading_seconds: float
+    #: Milestones, TrainCheck engagement and validation scope (:mod:`gym_trainfail.diagnosis`).
+    diagnosis: dict[str, Any] | None = None
 
     @property
     def adjudication(self) -> FirstValid:
@@ -174,6 +178,7 @@ class RunGrades:
             "first_valid_cost": first.cost.to_dict() if first else None,
             "first_valid_blocked_by": self.adjudication.blocked_by,
             "final_status": self.final.status if self.final else "no-revision",
+            "diagnosis": self.diagnosis,
             "revisions": [
                 {
                     "revision": r.revision,
@@ -197,8 +202,10 @@ def grade_run(
     sandbox: str = "auto",
     grader: Grader | None = None,
     progress: GradeProgress | None = None,
+    judge: Judge | None = None,
 ) -> RunGrades:
-    """Grade every revision of the episode in ``run_dir`` (each distinct tree once)."""
+    """Grade every revision of the episode in ``run_dir`` (each distinct tree once), then find
+    its diagnosis milestones (statements judged by ``judge``, the rubric judge by default)."""
     meta = json.loads((run_dir / "episode.json").read_text())
     case = episode_case(meta)
     grader = grader or Grader(case, sandbox=sandbox)
@@ -228,6 +235,10 @@ def grade_run(
         grader_device_seconds=sum(r.device_seconds for r in receipts.values()),
         grading_seconds=time.time() - started,
     )
+    first = result.first_valid
+    found = diagnose(run_dir, events, case.rubric, arm=str(meta.get("arm", "control")),
+                     first_valid_at=first.submitted_at if first else None, judge=judge)  # fmt: skip
+    result = replace(result, diagnosis=found)
     write_json(run_dir / "grades" / "summary.json", result.to_json())
     return result
 

@@ -8,6 +8,9 @@ since the epoch). Kinds:
                 string arguments over 16,000 characters are a preview, with ``elided`` giving
                 their size and SHA-256 (:mod:`gym_trainfail.call_records`)
 ``tokens``      input, output, cached_input (input includes cached), estimated
+``message``     role, kind (``message`` / ``reasoning``), text, step — what the agent loop says
+                the agent said (``record_message``); read only by :mod:`gym_trainfail.diagnosis`,
+                never by the reward; text over 64,000 characters is cut (``chars``: its size)
 ``device``      devices, kind, ids, queued_at, started_at, released_at, device_seconds, role
 ``submit``      revision, tree
 ``suspension``  start, end, reason — time the episode was not running (provider waits, crashes)

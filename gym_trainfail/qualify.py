@@ -4,7 +4,9 @@ The unmodified workspace must pass every healthy scenario and fail every failure
 identically on each repeat; the reference repair must pass every scenario; each shipped wrong
 repair and each shipped forgery (a revision that tries to forge its grade) must fail at least
 one; and no grader canary may appear in what the agent sees
-(workspace, prompt, tool specs) or in the run kit (which the revision's code can read).
+(workspace, prompt, tool specs) or in the run kit (which the revision's code can read). A case
+with a diagnosis rubric has it checked against its statement fixtures (precision and recall);
+the deterministic rubric judge must classify every fixture as its author did.
 
 Every other repeat of the unmodified workspace and the wrong repairs are graded in scenario
 groups, the rest one scenario per run: a case whose grouped verdicts differ from its
@@ -23,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gym_trainfail.cases import CaseSpec
+from gym_trainfail.diagnosis.fixtures import FixtureCheck, check_fixtures
+from gym_trainfail.diagnosis.judges import Judge, RubricJudge
 from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome, apply_patch
 from gym_trainfail.hashing import walk_tree
 from gym_trainfail.tools import tool_specs
@@ -71,6 +75,8 @@ class Qualification:
     seconds: float = 0.0
     #: The grader's forced-settings table (``grader/README.md``), as Markdown.
     forced_settings: str = ""
+    #: The diagnosis rubric's fixtures as the judge classified them (``None``: no rubric).
+    rubric: FixtureCheck | None = None
 
     @property
     def admitted(self) -> bool:
@@ -83,6 +89,7 @@ class Qualification:
             "problems": self.problems,
             "seconds": round(self.seconds, 1),
             "forced_settings": self.forced_settings,
+            "rubric": self.rubric.to_json() if self.rubric is not None else None,
             "variants": [
                 {
                     "label": v.label,
@@ -116,11 +123,21 @@ def qualify(
     repeats: int = 2,
     wrong_repairs: bool = False,
     progress: Progress | None = None,
+    judge: Judge | None = None,
 ) -> Qualification:
-    """Run the admission gate on ``case``."""
+    """Run the admission gate on ``case`` (its rubric's fixtures judged by ``judge``, the
+    deterministic rubric judge by default)."""
     started = time.monotonic()
     result = Qualification(case=case.id, forced_settings=forced_settings(case))
     result.problems.extend(leak_scan(case))
+    if case.rubric is not None:
+        judge = judge or RubricJudge()
+        result.rubric = check_fixtures(case.rubric, judge)
+        if isinstance(judge, RubricJudge) and result.rubric.misjudged:
+            result.problems.append(
+                f"the diagnosis rubric misjudges its own fixtures: {'; '.join(result.rubric.misjudged)} "
+                "(adjust the concept phrasings or wrong explanations in grader/diagnosis/rubric.toml)"
+            )
     if not result.forced_settings:
         result.problems.append(
             f"the grader lists no forced settings: add a '{FORCED_HEADING}' section with a table to grader/README.md "

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 import pytest
 
 from gym_trainfail.agents import load_agent
-from gym_trainfail.batch.adjudicate import audit_category
+from gym_trainfail.arms import audit_category
 from gym_trainfail.cases import CaseSpec
 from gym_trainfail.env import TrainFailEnv
 from gym_trainfail.episode import run_episode

@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from gym_trainfail.batch.adjudicate import audit_category, tool_usage
+from gym_trainfail.arms import audit_category
+from gym_trainfail.batch.adjudicate import tool_usage
 from gym_trainfail.batch.worker import _judge_finished
 from gym_trainfail.cases import CaseSpec
 from gym_trainfail.env import TrainFailEnv

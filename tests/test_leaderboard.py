@@ -1,5 +1,6 @@
-"""Leaderboards: numbers recomputed from the episode ledgers, the paired comparison, the files,
-and the HTML page rendered by a real headless browser."""
+"""Leaderboards: numbers recomputed from the episode ledgers, the paired comparison (bootstrap
+intervals, McNemar, small-n warnings), the rubric milestone tables, the files, and the HTML page
+rendered by a real headless browser."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,10 @@ from gym_trainfail.batch import (
 )
 from gym_trainfail.batch.status import Attempt, EpisodeStatus, write_status
 from gym_trainfail.grading import Receipt, write_json
-from gym_trainfail.leaderboard import load_batch, paired_rows, render_leaderboard, summary_rows
+from gym_trainfail.leaderboard import load_batch, milestone_rows, paired_rows, render_leaderboard, summary_rows
+from gym_trainfail.leaderboard.diagnosis import ENGAGEMENT_LEVELS, MILESTONES
+from gym_trainfail.leaderboard.plots import milestone_plot
+from gym_trainfail.leaderboard.stats import SMALL_N, bootstrap_ci, mcnemar_exact, small_n_warning
 from gym_trainfail.leaderboard.svg import Point, pareto_front
 from gym_trainfail.ledger import read_events, summarize
 from gym_trainfail.revisions import RevisionLog
@@ -109,7 +114,8 @@ def test_the_page_renders_in_a_headless_browser(rendered: Path, tmp_path: Path) 
     page = (rendered / "index.html").as_uri()
     dom = subprocess.run([*flags, "--dump-dom", page], capture_output=True, text=True, timeout=120, check=True).stdout
     assert "<h1>Echo leaderboard</h1>" in dom
-    assert dom.count("<svg") == 3 and "Cost vs. success (Pareto front joined)" in dom
+    assert dom.count("<svg") == 4 and "Cost vs. success (Pareto front joined)" in dom
+    assert "Echo-v0: adjusted time to each milestone (mean, min–max)" in dom
     assert "<td>Echo-v0.control.reference.t1</td>" in dom
     assert "<th>pass rate</th>" in dom and "<td>100% of 2</td>" in dom
     shot = tmp_path / "page.png"
@@ -132,7 +138,7 @@ def test_the_cli_renders_a_leaderboard(echo_batch: RunLayout, tmp_path: Path) ->
 
 
 def _adjudication(
-    episode: str, arm: str, agent: str, trial: int, passed: bool, seconds: float, uses: int
+    episode: str, arm: str, agent: str, trial: int, passed: bool, seconds: float, uses: int, **extra: Any
 ) -> dict[str, Any]:
     first = {"revision": 1, "raw_seconds": seconds + 1, "adjusted_seconds": seconds, "total_tokens": int(seconds * 10),
              "solver_device_seconds": seconds / 2} if passed else None  # fmt: skip
@@ -145,7 +151,7 @@ def _adjudication(
         "summary": {"raw_seconds": seconds + 5, "adjusted_seconds": seconds + 4, "total_tokens": 100,
                     "solver_device_seconds": seconds},
         "grading": {"grader_device_seconds": 1.0}, "tools": {"traincheck": usage, "blocked": none, "mention": none},
-        "overhead": {"overhead_seconds": 2.0}, "agent_error": None,
+        "overhead": {"overhead_seconds": 2.0}, "agent_error": None, **extra,
     }  # fmt: skip
 
 
@@ -197,3 +203,202 @@ def test_gave_up_episodes_are_left_out_of_rates(tmp_path: Path) -> None:
     [row] = summary_rows(batch)
     assert (row["episodes"], row["gave_up"], row["pass_rate"]) == (1, 1, 1.0)
     assert batch.gave_up[0]["reason"] == "worker killed by SIGKILL"
+
+
+# -- statistics -------------------------------------------------------------------------------
+
+
+def test_bootstrap_interval_is_deterministic_and_brackets_the_mean() -> None:
+    values = [1.0, 2.0, 3.0, 10.0, -4.0, 7.0]
+    interval = bootstrap_ci(values)
+    assert interval is not None and interval == bootstrap_ci(values)
+    low, high = interval
+    assert min(values) <= low < statistics.fmean(values) < high <= max(values)
+    half_low, half_high = bootstrap_ci(values, confidence=0.5) or (0.0, 0.0)
+    assert low < half_low < half_high < high  # a lower confidence gives a narrower interval
+    assert bootstrap_ci([]) is None and bootstrap_ci([4.5]) == (4.5, 4.5)
+
+
+def test_bootstrap_interval_of_equal_values_has_zero_width() -> None:
+    assert bootstrap_ci([3.0] * 6) == pytest.approx((3.0, 3.0))
+
+
+def test_mcnemar_exact_p_values() -> None:
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(5, 0) == pytest.approx(0.0625, abs=1e-12) == mcnemar_exact(0, 5)
+    assert mcnemar_exact(10, 2) == pytest.approx(2 * (1 + 12 + 66) / 2**12, abs=1e-12)
+    assert mcnemar_exact(10, 2) == pytest.approx(0.0386, abs=1e-4)
+    assert mcnemar_exact(3, 3) == 1.0 and mcnemar_exact(1, 0) == 1.0
+
+
+def test_small_n_warning_below_five_pairs() -> None:
+    assert small_n_warning(SMALL_N) is None
+    assert small_n_warning(2) == (
+        "only 2 pair(s): too few for a causal efficiency ratio or a reliable difference (at least 5 needed)"
+    )
+
+
+# -- rubric milestones ------------------------------------------------------------------------
+
+
+def _milestone(seconds: float) -> dict[str, Any]:
+    return {"raw_s": seconds + 1, "adjusted_s": seconds, "turn": 1, "step": 1, "tokens_low": int(seconds * 10),
+            "tokens_high": int(seconds * 10) + 5, "solver_device_seconds": seconds / 4, "excerpt": "…"}  # fmt: skip
+
+
+def _diagnosis(times: Mapping[str, float], rank: int | None = None, jobs: int = 1) -> dict[str, Any]:
+    """A diagnosis reaching the milestones in ``times`` (adjusted seconds); engagement of ``rank``."""
+    engagement = None if rank is None else {"level": ENGAGEMENT_LEVELS[rank], "rank": rank, "evidence": {}}
+    return {
+        "judge": "rubric", "rubric": "0" * 64,
+        "milestones": {name: _milestone(times[name]) if name in times else None for name in MILESTONES},
+        "engagement": engagement,
+        "validation": {"jobs": jobs, "device_seconds": 2.0 * jobs, "distinct_commands": jobs, "ranks": [2],
+                       "steps": None},
+    }  # fmt: skip
+
+
+def _two_arm_batch(root: Path, trials: int, make: Callable[[str, str, int], dict[str, Any]]) -> RunLayout:
+    """A synthetic control/TrainCheck batch of agent ``noop``; ``make(episode, arm, trial)`` adjudicates."""
+    layout = RunLayout(root / "run")
+    plan = write_plan(layout, make_plan(resolve_cases([str(ECHO_CASE)]), ["control", "traincheck"], ["noop"], trials))
+    for planned in plan.episodes:
+        write_status(layout, EpisodeStatus(planned.id, (Attempt(1, "done", 0.0, 1.0),)))
+        write_json(layout.adjudication(planned.id), make(planned.id, planned.arm, planned.trial))
+    return layout
+
+
+def _row(rows: list[dict[str, Any]], milestone: str, measure: str) -> dict[str, Any]:
+    return next(r for r in rows if (r["milestone"], r["measure"]) == (milestone, measure))
+
+
+def test_milestone_table_from_synthetic_adjudications(tmp_path: Path) -> None:
+    # control reaches the pre-run hypothesis at 10 s and 20 s (not in trial 3); TrainCheck at 4, 6, 8 s,
+    # with TrainCheck activated (rank ≥ 3) in trials 1 and 2 only
+    pre_run = {("control", 1): 10.0, ("control", 2): 20.0, ("traincheck", 1): 4.0, ("traincheck", 2): 6.0,
+               ("traincheck", 3): 8.0}  # fmt: skip
+    ranks = {1: 3, 2: 4, 3: 1}
+
+    def make(episode: str, arm: str, trial: int) -> dict[str, Any]:
+        times = {"first_valid_submission": 30.0 + trial}
+        if (arm, trial) in pre_run:
+            times["pre_run_hypothesis"] = pre_run[(arm, trial)]
+        diagnosis = _diagnosis(times, ranks[trial] if arm == "traincheck" else None, jobs=trial)
+        return _adjudication(episode, arm, "noop", trial, True, 30.0 + trial, 1, diagnosis=diagnosis)
+
+    layout = _two_arm_batch(tmp_path, 3, make)
+    batch = load_batch(layout.root)
+    episode = next(r for r in batch.episodes if (r["arm"], r["trial"]) == ("traincheck", 2))
+    assert episode["m_pre_run_hypothesis_adjusted_s"] == 6.0 and episode["m_pre_run_hypothesis_raw_s"] == 7.0
+    assert (episode["m_first_valid_submission_tokens_low"], episode["m_first_valid_submission_tokens_high"]) == (
+        320, 325)  # fmt: skip
+    assert (episode["engagement_level"], episode["traincheck_activated"], episode["validation_jobs"]) == (
+        "acted", True, 2)  # fmt: skip
+    assert episode["m_source_supported_diagnosis_adjusted_s"] is None
+
+    rows = milestone_rows(batch)
+    pre = _row(rows, "pre_run_hypothesis", "adjusted_s")
+    assert pre["control"] == {"n": 2, "mean": 15.0, "sd": pytest.approx(50**0.5), "min": 10.0, "max": 20.0, "of": 3}
+    assert (pre["traincheck"]["n"], pre["traincheck"]["mean"], pre["traincheck"]["of"]) == (3, 6.0, 3)
+    assert (pre["traincheck_activated"]["mean"], pre["traincheck_activated"]["min"],
+            pre["traincheck_activated"]["max"], pre["traincheck_activated"]["of"]) == (5.0, 4.0, 6.0, 2)  # fmt: skip
+    assert (pre["traincheck_not_activated"]["n"], pre["traincheck_not_activated"]["mean"]) == (1, 8.0)
+    assert _row(rows, "source_supported_diagnosis", "raw_s")["control"]["n"] == 0
+    tokens = _row(rows, "first_valid_submission", "tokens_high")["control"]
+    assert (tokens["mean"], tokens["min"], tokens["max"]) == (325.0, 315.0, 335.0)
+    device = _row(rows, "first_valid_submission", "solver_dev_s")["traincheck"]
+    assert device["mean"] == pytest.approx(32.0 / 4)
+
+    summary = {r["arm"]: r for r in summary_rows(batch)}
+    assert summary["traincheck"]["engagement"] == {"none": 0, "manual": 1, "prepared": 0, "activated": 1, "acted": 1}
+    assert summary["traincheck"]["traincheck_activated"] == 2 and summary["control"]["traincheck_activated"] == 0
+    assert summary["control"]["validation_jobs"]["mean"] == 2.0
+
+    [pair] = paired_rows(batch)
+    assert pair["delta_m_pre_run_hypothesis_adjusted_s"]["n"] == 2  # trial 3: the control never got there
+    assert pair["delta_m_pre_run_hypothesis_adjusted_s"]["mean"] == pytest.approx(-10.0)  # 4−10, 6−20
+    interval = pair["ci_delta_m_pre_run_hypothesis_adjusted_s"]
+    assert -14.0 <= interval["low"] < -10.0 < interval["high"] <= -6.0
+    assert pair["treatment_activated_traincheck"] == 2
+
+    render_leaderboard(layout.root, tmp_path / "board")
+    readme = (tmp_path / "board" / "README.md").read_text()
+    assert "| milestone | measure | control | traincheck | traincheck (activated) | traincheck (not activated) |" in (
+        readme)  # fmt: skip
+    assert ("| pre-run hypothesis | adjusted s | 15 ± 7.1 [10–20] (2/3 reached) | 6.0 ± 2.0 [4.0–8.0] "
+            "(3/3 reached) | 5.0 ± 1.4 [4.0–6.0] (2/2 reached) | 8.0 (1/1 reached) |") in readme  # fmt: skip
+    assert "| source-supported diagnosis | raw s | — (0/3 reached) |" in readme
+    assert ("| through first valid submission | tokens | low 320 ± 10 [310–330]; high 325 ± 10 [315–335] (3/3 reached) "
+            "|") in readme  # fmt: skip
+    assert "330–335 (1/1 reached) |" in readme  # one episode: its token range
+    assert "| manual 1 · activated 1 · acted 1 | 2.0 ± 1.0 [1.0–3.0] |" in readme
+    milestones_csv = list(csv.DictReader((tmp_path / "board" / "milestones.csv").open()))
+    assert len(milestones_csv) == len(rows) and float(milestones_csv[1]["control_mean"]) == 15.0
+
+
+def test_rubricless_diagnosis_times_only_the_device_request_and_submission(tmp_path: Path) -> None:
+    def make(episode: str, arm: str, trial: int) -> dict[str, Any]:
+        diagnosis = {**_diagnosis({"first_valid_submission": 12.0}), "judge": None, "rubric": None}
+        return _adjudication(episode, arm, "noop", trial, True, 12.0, 0, diagnosis=diagnosis)
+
+    rows = milestone_rows(load_batch(_two_arm_batch(tmp_path, 1, make).root))
+    assert _row(rows, "pre_run_hypothesis", "adjusted_s")["control"]["of"] == 0
+    assert _row(rows, "first_valid_submission", "adjusted_s")["control"] == {
+        "n": 1, "mean": 12.0, "sd": 0.0, "min": 12.0, "max": 12.0, "of": 1}  # fmt: skip
+
+
+def test_episodes_without_a_diagnosis_render_dashes(tmp_path: Path) -> None:
+    def make(episode: str, arm: str, trial: int) -> dict[str, Any]:
+        row = _adjudication(episode, arm, "noop", trial, True, 5.0, 0)
+        return {**row, "diagnosis": None} if arm == "traincheck" else row  # absent in control, null in TrainCheck
+
+    layout = _two_arm_batch(tmp_path, 1, make)
+    batch = load_batch(layout.root)
+    assert all(r["m_pre_run_hypothesis_adjusted_s"] is None and r["traincheck_activated"] is None
+               for r in batch.episodes)  # fmt: skip
+    assert all(r[group]["of"] == 0 for r in milestone_rows(batch) for group in ("control", "traincheck"))
+    render_leaderboard(layout.root, tmp_path / "board")
+    readme = (tmp_path / "board" / "README.md").read_text()
+    assert "| pre-run hypothesis | raw s | — | — | — | — |" in readme
+    assert "| through first valid submission | tokens | — | — | — | — |" in readme
+    assert "| Echo-v0 | noop | first valid submission | 0 | — | — |" in readme
+
+
+@pytest.mark.parametrize("trials", [2, 6])
+def test_small_n_warning_under_the_paired_table(tmp_path: Path, trials: int) -> None:
+    # TrainCheck passes every trial, the control only trial 1: trials − 1 discordant pairs
+    def make(episode: str, arm: str, trial: int) -> dict[str, Any]:
+        passed = arm == "traincheck" or trial == 1
+        return _adjudication(episode, arm, "noop", trial, passed, 10.0 if arm == "control" else 6.0, 1)
+
+    layout = _two_arm_batch(tmp_path, trials, make)
+    [pair] = paired_rows(load_batch(layout.root))
+    assert pair["mcnemar_p"] == pytest.approx(mcnemar_exact(trials - 1, 0))
+    assert pair["ci_delta_first_valid_adjusted_s"] == {"low": -4.0, "high": -4.0}
+    render_leaderboard(layout.root, tmp_path / "board")
+    readme = (tmp_path / "board" / "README.md").read_text()
+    page = (tmp_path / "board" / "index.html").read_text()
+    warning = f"only {trials} pair(s): too few for a causal efficiency ratio"
+    if trials < SMALL_N:
+        assert pair["warning"] and pair["warning"].startswith(warning)
+        assert f"**Warning:** Echo-v0 · noop: {warning}" in readme
+        assert f'<p class="warning">Warning: Echo-v0 · noop: {warning}' in page
+    else:
+        assert pair["warning"] is None and "Warning" not in readme and 'class="warning"' not in page
+        assert "| 5 | 0 | 0.0625 | -4.0 | [-4.0, -4.0] |" in readme
+
+
+def test_milestone_plot_is_deterministic(tmp_path: Path) -> None:
+    def make(episode: str, arm: str, trial: int) -> dict[str, Any]:
+        seconds = {"control": 10.0, "traincheck": 4.0}[arm] * trial
+        diagnosis = _diagnosis({"pre_run_hypothesis": seconds})
+        return _adjudication(episode, arm, "noop", trial, True, 5.0, 0, diagnosis=diagnosis)
+
+    rows = milestone_rows(load_batch(_two_arm_batch(tmp_path, 2, make).root))
+    case = rows[0]["case"]
+    svg = milestone_plot(rows, case, ["control", "traincheck"])
+    assert svg == milestone_plot(rows, case, ["control", "traincheck"])
+    assert "<title>noop · control · pre-run hypothesis: 15</title>" in svg
+    assert "<title>noop · traincheck · pre-run hypothesis: 6</title>" in svg
+    assert svg.count("<rect") == 2 + 2 and svg.count(">n/a</text>") == 2 * (len(MILESTONES) - 1)
+    assert ">runtime-supported</tspan><tspan" in svg and ">diagnosis</tspan>" in svg  # long labels wrap

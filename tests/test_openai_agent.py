@@ -6,11 +6,9 @@ loopback) replays scripted turns, reports usage and injects faults.
 
 from __future__ import annotations
 
-import filecmp
 import inspect
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,11 +23,8 @@ from gym_trainfail.cases import BUG_VOCABULARY, CaseSpec
 from gym_trainfail.env import read_transcript
 from gym_trainfail.episode import EpisodeResult, resume_episode, run_episode
 from gym_trainfail.errors import TrainFailError
-from gym_trainfail.grading import apply_patch
-from gym_trainfail.hashing import walk_tree
 from gym_trainfail.ledger import Summary, iter_kind, read_events, summarize
 from gym_trainfail.registry import get_case
-from gym_trainfail.revisions import ALWAYS_EXCLUDED
 from gym_trainfail.runtimes import Runtime
 from trainfail_agents import checkpoint, prompts
 from trainfail_agents.checkpoint import Conversation
@@ -49,6 +44,7 @@ from trainfail_agents.fake_openai import (
 from trainfail_agents.openai_agent import OPTIONS, OpenAIAgent
 from trainfail_agents.replay import replay
 from trainfail_agents.retry import RetryPolicy
+from trainfail_agents.scripted import patched_files
 from trainfail_agents.usage import TokenCounter, TurnUsage
 
 KEY = "sk-fake-loop-key-4f1b2c9d8e7a6b5c"
@@ -72,22 +68,7 @@ def episodes(runtime: Runtime, bwrap_usable: None, api_key: str) -> None:
 
 def repaired_files(case: CaseSpec) -> dict[str, str | None]:
     """The files the case's private reference patch changes, with their new text."""
-    scratch = Path(os.environ.get("TMPDIR", "/tmp")) / f"reference-{os.getpid()}-{case.name}"
-    shutil.rmtree(scratch, ignore_errors=True)
-    shutil.copytree(case.workspace_dir, scratch, symlinks=True)
-    try:
-        apply_patch(scratch, case.reference_patch)
-        before = {rel for rel, _, _ in walk_tree(case.workspace_dir, exclude=ALWAYS_EXCLUDED)}
-        after = {rel for rel, _, _ in walk_tree(scratch, exclude=ALWAYS_EXCLUDED)}
-        changed: dict[str, str | None] = {
-            rel: (scratch / rel).read_text(encoding="utf-8")
-            for rel in sorted(after)
-            if rel not in before or not filecmp.cmp(case.workspace_dir / rel, scratch / rel, shallow=False)
-        }
-        changed.update({rel: None for rel in sorted(before - after)})
-        return changed
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    return patched_files(case.workspace_dir, case.reference_patch)
 
 
 def echo_script(case: CaseSpec) -> list[Turn]:

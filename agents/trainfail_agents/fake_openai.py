@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from gym_trainfail.cases import load_case
 from gym_trainfail.registry import get_case
-from trainfail_agents.scripted import ReferenceAgent
+from trainfail_agents.scripted import patched_files
 
 CHARS_PER_TOKEN = 4
 CACHE_BLOCK = 64
@@ -385,7 +385,7 @@ def load_script(path: Path) -> tuple[list[Turn], dict[int, Fault]]:
 def _case_script(case_id: str) -> list[Turn]:
     folder = Path(case_id)
     case = load_case(folder) if (folder / "case.toml").is_file() else get_case(case_id)
-    files = ReferenceAgent._repaired_files(case.workspace_dir, case.reference_patch)
+    files = patched_files(case.workspace_dir, case.reference_patch)
     return repair_turns(files, case.check_command, case.topology.devices_per_job)
 
 

@@ -24,6 +24,25 @@ def assistant_message(reply: Mapping[str, Any], turn: int) -> Message:
     return message
 
 
+#: Where providers put a reasoning summary next to the content (vLLM/SGLang/DeepSeek, OpenRouter).
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+def said(reply: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What a reply says, as ``(kind, text)``: its reasoning summary (where the API returns one)
+    and its content, each when not empty."""
+    found = []
+    for key in REASONING_FIELDS:
+        value = reply.get(key)
+        if isinstance(value, str) and value.strip():
+            found.append(("reasoning", value))
+            break
+    content = reply.get("content")
+    if isinstance(content, str) and content.strip():
+        found.append(("message", content))
+    return found
+
+
 def _tool_call(call: Mapping[str, Any], turn: int, position: int) -> dict[str, Any]:
     function = call.get("function") or {}
     raw = function.get("arguments")

@@ -3,10 +3,11 @@
 Each turn sends the conversation (fitted to the context window, see :mod:`.context`) with the
 env's tools as function tools; every tool call in the reply runs, in order, as one env step,
 and its observation goes back as the tool result. Usage is reported to the episode ledger
-per turn; provider faults are retried and their time recorded as suspensions
-(:mod:`.retry`); the conversation is checkpointed after every turn and every tool result
-(:mod:`.checkpoint`), so ``trainfail run --resume RUN_DIR`` continues where it stopped
-without running finished steps again (:mod:`.replay`).
+per turn, and what the model says (content and reasoning summaries) is recorded as messages
+(diagnosis milestones read them; they never affect the reward). Provider faults are retried
+and their time recorded as suspensions (:mod:`.retry`); the conversation is checkpointed
+after every turn and every tool result (:mod:`.checkpoint`), so ``trainfail run --resume
+RUN_DIR`` continues where it stopped without running finished steps again (:mod:`.replay`).
 
 The API key comes from the environment only (``OPENAI_API_KEY``, or the variable named by the
 ``api_key_env`` option): agent options are recorded in ``episode.json``, so a key must never
@@ -217,6 +218,8 @@ class _Loop:
                 self.note_due = False
             reply = self.ask(conversation)
             conversation.turns += 1
+            for kind, text in messages.said(reply):
+                self.env.record_message(self.agent.redact(text), kind=kind)
             message = messages.assistant_message(reply, conversation.turns)
             conversation.messages.append(message)
             if "tool_calls" not in message:

@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gym_trainfail.arms import BLOCKED_LABELS, USE_LABELS
+from gym_trainfail.arms import TOOL_CATEGORIES, audit_category
 from gym_trainfail.batch.grade import finished_episodes, receipts_for
 from gym_trainfail.batch.layout import RunLayout
 from gym_trainfail.batch.plan import BatchPlan, PlannedEpisode
 from gym_trainfail.batch.sourcemap import source_map
 from gym_trainfail.batch.status import Attempt, EpisodeStatus, read_status
+from gym_trainfail.diagnosis.judges import Judge, RubricJudge
+from gym_trainfail.diagnosis.milestones import diagnose
 from gym_trainfail.grading import Receipt, first_valid, read_json_object, write_json
 from gym_trainfail.hashing import bytes_digest
 from gym_trainfail.ledger import Event, iter_kind, read_events, summarize
@@ -26,7 +28,7 @@ from gym_trainfail.revisions import RevisionLog, Tree
 
 #: Tools whose steps are the agent's own commands (and the training they launch).
 COMMAND_TOOLS = ("shell", "run_job")
-ADJUDICATION_VERSION = 3
+ADJUDICATION_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -38,13 +40,20 @@ class Submitted:
     at: float
 
 
-def adjudicate_batch(layout: RunLayout, plan: BatchPlan, *, force: bool = False) -> list[dict[str, Any]]:
+def adjudicate_batch(
+    layout: RunLayout, plan: BatchPlan, *, force: bool = False, judge: Judge | None = None
+) -> list[dict[str, Any]]:
     """Adjudicate every finished episode (skipping those whose inputs are unchanged)."""
-    return [adjudicate_episode(layout, planned, force=force) for planned in finished_episodes(layout, plan)]
+    return [
+        adjudicate_episode(layout, planned, force=force, judge=judge) for planned in finished_episodes(layout, plan)
+    ]
 
 
-def adjudicate_episode(layout: RunLayout, planned: PlannedEpisode, *, force: bool = False) -> dict[str, Any]:
-    """Write and return the adjudication of one finished episode."""
+def adjudicate_episode(
+    layout: RunLayout, planned: PlannedEpisode, *, force: bool = False, judge: Judge | None = None
+) -> dict[str, Any]:
+    """Write and return the adjudication of one finished episode (its diagnosis milestones
+    judged by ``judge``, the rubric judge by default)."""
     case = planned.case_spec()
     run_dir = layout.episode(planned.id)
     events = read_events(run_dir / "ledger.jsonl")
@@ -52,7 +61,9 @@ def adjudicate_episode(layout: RunLayout, planned: PlannedEpisode, *, force: boo
     submitted = _submissions(log, events)
     receipts = receipts_for(layout, case, {s.tree.digest for s in submitted})
     status = read_status(layout, planned.id)
-    fingerprint = _fingerprint(events, submitted, receipts, status)
+    judge = judge or RubricJudge()
+    rubric = case.rubric.digest if case.rubric is not None else None
+    fingerprint = _fingerprint(events, submitted, receipts, status, (judge.identity, rubric))
     path = layout.adjudication(planned.id)
     if not force and (previous := read_json_object(path)) is not None and previous.get("inputs") == fingerprint:
         return previous
@@ -64,6 +75,9 @@ def adjudicate_episode(layout: RunLayout, planned: PlannedEpisode, *, force: boo
         diff_path.write_text(smap.diff, encoding="utf-8")
         revisions.append(_revision_entry(item, receipts.get(item.tree.digest), events, smap.files, diff_path, layout))
     data = _episode_entry(planned, status, events, revisions, receipts, fingerprint)
+    first = data["first_valid"]
+    data["diagnosis"] = diagnose(run_dir, events, case.rubric, arm=planned.arm, judge=judge,
+                                 first_valid_at=first["submitted_at"] if first else None)  # fmt: skip
     write_json(path, data)
     return data
 
@@ -151,6 +165,7 @@ def _first_valid(first: Mapping[str, Any] | None) -> dict[str, Any] | None:
     cost = first["cost"]
     return {
         "revision": first["revision"],
+        "submitted_at": first["submitted_at"],
         "raw_seconds": cost["raw_seconds"],
         "adjusted_seconds": cost["adjusted_seconds"],
         "total_tokens": cost["total_tokens"],
@@ -164,35 +179,6 @@ def _scenario_table(revisions: Sequence[Mapping[str, Any]]) -> dict[str, list[st
     for r in revisions:
         names.extend(n for n in r["scenarios"] if n not in names)
     return {n: [r["scenarios"].get(n, "ungraded") for r in revisions] for n in names}
-
-
-#: ``audit`` reports by category (see :func:`audit_category`).
-TOOL_CATEGORIES = ("traincheck", "blocked", "manual", "listed", "mention")
-
-
-def audit_category(event: Mapping[str, Any]) -> str | None:
-    """What an ``audit`` event shows: ``traincheck`` (TrainCheck's code or commands used),
-    ``blocked`` (the control arm refused or the decoy was reached), ``manual`` (the manual read),
-    ``listed`` (only a folder of them listed: ``ls``, ``find``, or a library scanning ``sys.path``)
-    or ``mention`` (a tool call named TrainCheck); ``None`` for anything else."""
-    report = event.get("report")
-    if not isinstance(report, Mapping):
-        return None
-    kind = report.get("type")
-    if kind == "usage":
-        return "traincheck"
-    if kind in ("blocked", "mention"):
-        return str(kind)
-    if kind != "access":
-        return None
-    target = report.get("target")
-    if report.get("access") == "list":
-        return "listed"
-    if target == "manual":
-        return "manual"
-    if target in USE_LABELS:
-        return "traincheck"
-    return "blocked" if target in BLOCKED_LABELS else None
 
 
 def tool_usage(events: Sequence[Event]) -> dict[str, Any]:
@@ -243,9 +229,14 @@ def overhead(events: Sequence[Event], attempt: Attempt | None) -> dict[str, floa
 
 
 def _fingerprint(
-    events: Sequence[Event], submitted: Sequence[Submitted], receipts: Mapping[str, Receipt], status: EpisodeStatus
+    events: Sequence[Event],
+    submitted: Sequence[Submitted],
+    receipts: Mapping[str, Receipt],
+    status: EpisodeStatus,
+    judging: tuple[str, str | None],
 ) -> str:
     parts = {
+        "judging": judging,
         "version": ADJUDICATION_VERSION,
         "events": len(events),
         "last": events[-1] if events else None,

@@ -1,10 +1,11 @@
 """Leaderboards from batch runs: JSONL/CSV tables, a Markdown page and a static HTML page with
-inline SVG plots, all computed from the batch's adjudications (see :mod:`gym_trainfail.batch`).
+inline SVG plots, all computed from the batch's adjudications (see :mod:`gym_trainfail.batch`),
+including their rubric milestones and the paired comparison's intervals and tests.
 """
 
 from __future__ import annotations
 
 from gym_trainfail.leaderboard.render import render_leaderboard
-from gym_trainfail.leaderboard.table import Batch, load_batch, paired_rows, summary_rows, totals
+from gym_trainfail.leaderboard.table import Batch, load_batch, milestone_rows, paired_rows, summary_rows, totals
 
-__all__ = ["Batch", "load_batch", "paired_rows", "render_leaderboard", "summary_rows", "totals"]
+__all__ = ["Batch", "load_batch", "milestone_rows", "paired_rows", "render_leaderboard", "summary_rows", "totals"]

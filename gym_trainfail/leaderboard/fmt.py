@@ -44,3 +44,38 @@ def signed(value: float | None, digits: int = 1, percent: bool = False) -> str:
 def short_case(case_id: str) -> str:
     """``TrainFail/DDPTokenAverage-v0`` → ``DDPTokenAverage-v0``."""
     return case_id.split("/")[-1]
+
+
+def interval(data: Mapping[str, Any] | None, digits: int = 1) -> str:
+    """``[-6.0, 2.0]`` (a confidence interval, written like :func:`spread`), ``—`` when missing."""
+    if not data or data.get("low") is None or data.get("high") is None:
+        return "—"
+    return f"[{number(data['low'], digits)}, {number(data['high'], digits)}]"
+
+
+def pvalue(value: float | None) -> str:
+    """``0.0625`` (three significant digits), ``<0.001`` below that, ``—`` when missing."""
+    if value is None:
+        return "—"
+    return "<0.001" if value < 0.001 else f"{value:.3g}"
+
+
+def reached(data: Mapping[str, Any], digits: int = 1) -> str:
+    """A milestone cell: ``12.3 ± 1.2 [11.1–13.4] (2/3 reached)``; ``—`` without judged episodes."""
+    if not data.get("of"):
+        return "—"
+    return f"{spread(data, digits)} ({data['n']}/{data['of']} reached)"
+
+
+def token_range(low: Mapping[str, Any], high: Mapping[str, Any]) -> str:
+    """Token counts known only as a range: one spread when the bounds agree, ``1200–1350`` for one
+    episode, else ``low … ; high …`` spreads; with ``(n/N reached)`` like :func:`reached`."""
+    if not low.get("of"):
+        return "—"
+    if not low.get("n") or low == high:
+        return reached(low, 0)
+    if low["n"] == 1:
+        text = f"{number(low['mean'], 0)}–{number(high['mean'], 0)}"
+    else:
+        text = f"low {spread(low, 0)}; high {spread(high, 0)}"
+    return f"{text} ({low['n']}/{low['of']} reached)"

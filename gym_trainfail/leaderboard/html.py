@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from html import escape
 
@@ -13,19 +14,21 @@ table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; font-size: 0.85rem; 
 th, td { border: 1px solid #ddd; padding: 0.25rem 0.5rem; text-align: left; }
 th { background: #f4f4f4; }
 .note { color: #555; font-size: 0.85rem; max-width: 60rem; }
+.warning { color: #8a4b00; font-size: 0.85rem; margin: -1rem 0 1.5rem; }
 figure { margin: 1rem 0; }
 """
 
 
 def table(view: View) -> str:
-    """A titled HTML table."""
+    """A titled HTML table, its footnotes as warnings below."""
     head = "".join(f"<th>{escape(h)}</th>" for h in view.headers)
     body = "\n".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in view.rows)
-    slug = view.title.lower().split(":")[0].replace(" ", "-").replace("×", "x")
+    slug = re.sub(r"[^a-z0-9]+", "-", view.title.lower().replace("×", "x")).strip("-")
+    warnings = "".join(f'\n<p class="warning">Warning: {escape(f)}</p>' for f in view.footnotes)
     return (
         f'<section id="{escape(slug)}"><h2>{escape(view.title)}</h2>'
         f'<p class="note">{escape(view.note)}</p>'
-        f"<table><thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody></table></section>"
+        f"<table><thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody></table>{warnings}</section>"
     )
 
 

@@ -8,11 +8,13 @@ from gym_trainfail.leaderboard.views import View
 
 
 def table(view: View) -> str:
-    """A GitHub-flavoured Markdown table with its title and note."""
+    """A GitHub-flavoured Markdown table with its title and note, its footnotes as warnings below."""
     lines = [f"## {view.title}", "", view.note, ""] if view.note else [f"## {view.title}", ""]
     lines.append("| " + " | ".join(view.headers) + " |")
     lines.append("|" + "|".join("---" for _ in view.headers) + "|")
     lines.extend("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in view.rows)
+    for footnote in view.footnotes:
+        lines.extend(["", f"**Warning:** {footnote}"])
     return "\n".join(lines) + "\n"
 
 

@@ -1,4 +1,5 @@
-"""The leaderboard's plots: pass rate and first-valid time per case × arm, cost against success."""
+"""The leaderboard's plots: pass rate and first-valid time per case × arm, cost against success,
+and the time to each rubric milestone per arm."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gym_trainfail.leaderboard import fmt
+from gym_trainfail.leaderboard.diagnosis import MILESTONE_LABELS, MILESTONES
 from gym_trainfail.leaderboard.svg import Bar, Point, Series, bar_chart, scatter
 
 
@@ -51,3 +53,18 @@ def pareto_plot(episodes: Sequence[Mapping[str, Any]]) -> str:
         points.append(Point(f"{agent} · {arm}", cost, success, arm))
     return scatter("Cost vs. success (Pareto front joined)", "mean adjusted seconds per episode",
                    "share solved", points)  # fmt: skip
+
+
+def milestone_plot(rows: Sequence[Mapping[str, Any]], case: str, arms: Sequence[str]) -> str:
+    """One case's adjusted seconds to each milestone (from :func:`~.table.milestone_rows`): groups
+    are milestones, one bar per agent × arm, mean with whiskers min–max."""
+    adjusted = [r for r in rows if r["case"] == case and r["measure"] == "adjusted_s"]
+    series = []
+    for agent in dict.fromkeys(r["agent"] for r in adjusted):
+        by_milestone = {r["milestone"]: r for r in adjusted if r["agent"] == agent}
+        for arm in arms:
+            cells = [by_milestone.get(m, {}).get(arm) for m in MILESTONES]
+            bars = tuple(Bar(c["mean"], c["min"], c["max"]) if c and c["n"] else Bar(None) for c in cells)
+            series.append(Series(f"{agent} · {arm}", bars))
+    title = f"{fmt.short_case(case)}: adjusted time to each milestone (mean, min–max)"
+    return bar_chart(title, "seconds", [MILESTONE_LABELS[m] for m in MILESTONES], series)

@@ -10,6 +10,7 @@ from html import escape
 
 WIDTH, HEIGHT = 720, 320
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 28, 72
+CHAR_W = 6  # approximate width of one character at font size 11
 PALETTE = ("#4269d0", "#efb118", "#ff725c", "#6cc5b0", "#3ca951", "#ff8ab7", "#a463f2", "#97bbf5")
 
 
@@ -83,15 +84,24 @@ def bar_chart(
     body: list[str] = []
     for g, group in enumerate(groups):
         x0 = LEFT + g * group_w + group_w * 0.1
-        body.append(
-            f'<text x="{x0 + group_w * 0.4:.1f}" y="{TOP + plot_h + 16}" text-anchor="middle">{escape(group)}</text>'
-        )
+        body.append(_group_label(group, x0 + group_w * 0.4, TOP + plot_h + 16, group_w))
         for s, item in enumerate(series):
             bar = item.bars[g]
             x = x0 + s * bar_w
             body.extend(_bar(bar, x, bar_w, top, PALETTE[s % len(PALETTE)], f"{item.label} · {group}"))
     body.extend(_legend([s.label for s in series]))
     return _frame(title, y_label, top, body)
+
+
+def _group_label(text: str, x: float, y: float, width: float) -> str:
+    """A group's label, its words on two lines where one line would overrun the group's width."""
+    words = text.split(" ")
+    if len(text) * CHAR_W <= width or len(words) < 2:
+        return f'<text x="{x:.1f}" y="{y}" text-anchor="middle">{escape(text)}</text>'
+    splits = [(" ".join(words[:i]), " ".join(words[i:])) for i in range(1, len(words))]
+    first, second = min(splits, key=lambda pair: max(len(pair[0]), len(pair[1])))
+    spans = f'<tspan x="{x:.1f}" dy="0">{escape(first)}</tspan><tspan x="{x:.1f}" dy="13">{escape(second)}</tspan>'
+    return f'<text x="{x:.1f}" y="{y}" text-anchor="middle">{spans}</text>'
 
 
 def _bar(bar: Bar, x: float, width: float, top: float, colour: str, label: str) -> list[str]:

@@ -1,5 +1,6 @@
 """Leaderboard tables from a batch's adjudications: one row per episode, per case × arm × agent
-(with the spread across trials), and a paired control-vs-treatment comparison per case.
+(with the spread across trials), the rubric milestones per case × agent and arm, and a paired
+control-vs-treatment comparison per case (bootstrap intervals, exact McNemar test).
 
 Infrastructure failures that exhausted their attempts (``gave-up``) and episodes whose grading
 is incomplete are left out of every rate and counted in their own columns.
@@ -18,6 +19,8 @@ from gym_trainfail.batch.layout import RunLayout
 from gym_trainfail.batch.plan import BatchPlan, load_plan
 from gym_trainfail.batch.status import read_status
 from gym_trainfail.errors import TrainFailError
+from gym_trainfail.leaderboard.diagnosis import ENGAGEMENT_LEVELS, MILESTONES, column, diagnosis_columns, timed
+from gym_trainfail.leaderboard.stats import bootstrap_ci, mcnemar_exact, small_n_warning
 
 CONTROL, TREATMENT = "control", "traincheck"
 #: Metrics of the first valid revision (cost up to it), as episode-row columns.
@@ -110,6 +113,7 @@ def episode_row(adjudication: Mapping[str, Any]) -> dict[str, Any]:
         "mentions": tools["mention"]["count"],
         "overhead_s": adjudication["overhead"]["overhead_seconds"],
         "agent_error": adjudication["agent_error"],
+        **diagnosis_columns(adjudication),
     }
 
 
@@ -146,7 +150,54 @@ def _summarize(batch: Batch, key: tuple[str, str, str]) -> dict[str, Any]:
         row[metric] = asdict(Spread.of(r[metric] for r in solved))
     for metric in ("episode_adjusted_s", "episode_tokens", "overhead_s"):
         row[metric] = asdict(Spread.of(r[metric] for r in rows))
+    row["engagement"] = {level: sum(1 for r in rows if r["engagement_level"] == level) for level in ENGAGEMENT_LEVELS}
+    row["traincheck_activated"] = sum(1 for r in rows if r["traincheck_activated"])
+    for metric in ("validation_jobs", "validation_device_s", "validation_distinct_commands"):
+        row[metric] = asdict(Spread.of(r[metric] for r in rows))
     return row
+
+
+#: Rows of the milestone table, (milestone, measure), in display order: the time each milestone
+#: was reached, then the cost up to the first valid submission.
+MILESTONE_MEASURES: tuple[tuple[str, str], ...] = (
+    *((milestone, measure) for milestone in MILESTONES for measure in ("raw_s", "adjusted_s")),
+    ("first_valid_submission", "tokens_low"),
+    ("first_valid_submission", "tokens_high"),
+    ("first_valid_submission", "solver_dev_s"),
+)
+#: The treatment arm's episodes split by whether TrainCheck was activated (engagement rank ≥ 3).
+ACTIVATED, NOT_ACTIVATED = f"{TREATMENT}_activated", f"{TREATMENT}_not_activated"
+
+
+def milestone_rows(batch: Batch) -> list[dict[str, Any]]:
+    """Per case × agent × milestone measure: one spread per arm (and the treatment arm split by
+    TrainCheck activation) over the graded episodes that reached the milestone.
+
+    Each arm's cell is a :class:`Spread` (``n`` reached it) plus ``of``: that arm's graded
+    episodes that could time the milestone (a diagnosis, and a rubric for the rubric milestones).
+    """
+    rows = []
+    for case in batch.plan.spec.cases:
+        for agent in batch.plan.spec.agents:
+            graded = [r for r in batch.episodes if (r["case"], r["agent"]) == (case, agent) and r["graded"]]
+            groups = _arm_groups(graded, batch.plan.spec.arms)
+            for milestone, measure in MILESTONE_MEASURES:
+                row: dict[str, Any] = {"case": case, "agent": agent, "milestone": milestone, "measure": measure}
+                for name, members in groups.items():
+                    judged = [r for r in members if timed(r, milestone)]
+                    spread = Spread.of(r[column(milestone, measure)] for r in judged)
+                    row[name] = {**asdict(spread), "of": len(judged)}
+                rows.append(row)
+    return rows
+
+
+def _arm_groups(rows: Sequence[Mapping[str, Any]], arms: Sequence[str]) -> dict[str, list[Mapping[str, Any]]]:
+    """Episodes by arm; the treatment arm also split into TrainCheck activated and not."""
+    groups = {arm: [r for r in rows if r["arm"] == arm] for arm in arms}
+    if TREATMENT in groups:
+        groups[ACTIVATED] = [r for r in groups[TREATMENT] if r["traincheck_activated"]]
+        groups[NOT_ACTIVATED] = [r for r in groups[TREATMENT] if not r["traincheck_activated"]]
+    return groups
 
 
 def paired_rows(batch: Batch) -> list[dict[str, Any]]:
@@ -167,29 +218,53 @@ def _pair(rows: Sequence[Mapping[str, Any]], case: str, agent: str) -> dict[str,
     control, treatment = arm(CONTROL), arm(TREATMENT)
     trials = sorted(set(control) & set(treatment))
     both = [t for t in trials if control[t]["solved"] and treatment[t]["solved"]]
-    return {
+    control_rate = _rate(control[t]["final_pass"] for t in trials)
+    treatment_rate = _rate(treatment[t]["final_pass"] for t in trials)
+    only_treatment = sum(1 for t in trials if treatment[t]["final_pass"] and not control[t]["final_pass"])
+    only_control = sum(1 for t in trials if control[t]["final_pass"] and not treatment[t]["final_pass"])
+    row: dict[str, Any] = {
         "case": case,
         "agent": agent,
         "pairs": len(trials),
-        "control_pass_rate": _rate(control[t]["final_pass"] for t in trials),
-        "treatment_pass_rate": _rate(treatment[t]["final_pass"] for t in trials),
-        "delta_pass_rate": _delta(
-            _rate(treatment[t]["final_pass"] for t in trials), _rate(control[t]["final_pass"] for t in trials)
-        ),  # fmt: skip
-        "only_treatment_passed": sum(1 for t in trials if treatment[t]["final_pass"] and not control[t]["final_pass"]),
-        "only_control_passed": sum(1 for t in trials if control[t]["final_pass"] and not treatment[t]["final_pass"]),
+        "control_pass_rate": control_rate,
+        "treatment_pass_rate": treatment_rate,
+        "delta_pass_rate": _delta(treatment_rate, control_rate),
+        "only_treatment_passed": only_treatment,
+        "only_control_passed": only_control,
+        "mcnemar_p": mcnemar_exact(only_treatment, only_control) if trials else None,
         "both_solved": len(both),
-        "delta_first_valid_adjusted_s": asdict(
-            Spread.of(treatment[t]["first_valid_adjusted_s"] - control[t]["first_valid_adjusted_s"] for t in both)
-        ),  # fmt: skip
-        "delta_first_valid_tokens": asdict(
-            Spread.of(treatment[t]["first_valid_tokens"] - control[t]["first_valid_tokens"] for t in both)
-        ),  # fmt: skip
-        "delta_first_valid_solver_dev_s": asdict(
-            Spread.of(treatment[t]["first_valid_solver_dev_s"] - control[t]["first_valid_solver_dev_s"] for t in both)
-        ),  # fmt: skip
-        "treatment_used_traincheck": sum(1 for t in trials if treatment[t]["traincheck_uses"]),
     }
+    for metric in ("first_valid_adjusted_s", "first_valid_tokens", "first_valid_solver_dev_s"):
+        differences = _differences(control, treatment, both, metric)
+        row[f"delta_{metric}"] = asdict(Spread.of(differences))
+        row[f"ci_delta_{metric}"] = _interval(differences)
+    for milestone in MILESTONES:
+        metric = column(milestone, "adjusted_s")
+        differences = _differences(control, treatment, trials, metric)
+        row[f"delta_{metric}"] = asdict(Spread.of(differences))
+        row[f"ci_delta_{metric}"] = _interval(differences)
+    row["treatment_used_traincheck"] = sum(1 for t in trials if treatment[t]["traincheck_uses"])
+    row["treatment_activated_traincheck"] = sum(1 for t in trials if treatment[t]["traincheck_activated"])
+    row["warning"] = small_n_warning(len(trials))
+    return row
+
+
+def _differences(
+    control: Mapping[int, Mapping[str, Any]], treatment: Mapping[int, Mapping[str, Any]], trials: Sequence[int],
+    metric: str,
+) -> list[float]:  # fmt: skip
+    """Treatment − control per trial, over the trials where both have the metric."""
+    return [
+        treatment[t][metric] - control[t][metric]
+        for t in trials
+        if treatment[t][metric] is not None and control[t][metric] is not None
+    ]
+
+
+def _interval(differences: Sequence[float]) -> dict[str, float | None]:
+    """The 95 % bootstrap interval of the mean difference as ``{"low", "high"}`` (``None`` for none)."""
+    found = bootstrap_ci(differences)
+    return {"low": found[0], "high": found[1]} if found else {"low": None, "high": None}
 
 
 def _rate(flags: Iterable[bool]) -> float | None:

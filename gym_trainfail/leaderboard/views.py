@@ -7,22 +7,27 @@ from dataclasses import dataclass
 from typing import Any
 
 from gym_trainfail.leaderboard import fmt
+from gym_trainfail.leaderboard.diagnosis import ENGAGEMENT_LEVELS, MILESTONE_LABELS, MILESTONES
+from gym_trainfail.leaderboard.stats import SMALL_N
+from gym_trainfail.leaderboard.table import ACTIVATED, NOT_ACTIVATED
 
 
 @dataclass(frozen=True)
 class View:
-    """A titled table of text cells."""
+    """A titled table of text cells; footnotes (warnings) are shown under it."""
 
     title: str
     note: str
     headers: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
+    footnotes: tuple[str, ...] = ()
 
 
 def summary_view(rows: Sequence[Mapping[str, Any]]) -> View:
     """Per case × arm × agent."""
     headers = ("case", "arm", "agent", "episodes", "pass rate", "solved", "first valid: raw s", "adjusted s",
-               "tokens", "solver device-s", "TrainCheck used", "grader device-s (per episode)")  # fmt: skip
+               "tokens", "solver device-s", "TrainCheck used", "grader device-s (per episode)", "engagement",
+               "validation jobs", "validation device-s", "distinct validation commands")  # fmt: skip
     cells = tuple(
         (
             fmt.short_case(r["case"]),
@@ -37,6 +42,10 @@ def summary_view(rows: Sequence[Mapping[str, Any]]) -> View:
             fmt.spread(r["first_valid_solver_dev_s"]),
             f"{r['traincheck_used']} of {r['episodes']}" if r["arm"] == "traincheck" else f"blocked {r['blocked']}×",
             fmt.number(r["grader_dev_s"]),
+            _engagement(r["engagement"]),
+            fmt.spread(r["validation_jobs"]),
+            fmt.spread(r["validation_device_s"]),
+            fmt.spread(r["validation_distinct_commands"]),
         )
         for r in rows
     )
@@ -45,16 +54,64 @@ def summary_view(rows: Sequence[Mapping[str, Any]]) -> View:
         "valid repair). First-valid columns are the cost up to that revision's submission, over solved "
         "episodes: mean ± sd [min–max] across trials. Adjusted time = raw − device-queue waits − suspensions. "
         "Grader device-seconds per episode count each of its distinct trees in full (the batch grades a tree "
-        "once; see the totals above)."
+        "once; see the totals above). Engagement: episodes per level of TrainCheck engagement judged by "
+        "the rubric (none, manual, prepared, activated, acted; TrainCheck arm only). Validation: the agent's "
+        "device jobs, their device-seconds and distinct commands, mean ± sd [min–max] across trials."
     )
     return View("Per case × arm × agent", note, headers, cells)
 
 
+def _engagement(counts: Mapping[str, int]) -> str:
+    """``none 1 · acted 2``: episodes per engagement level, ``—`` when none was judged."""
+    found = [f"{level} {counts[level]}" for level in ENGAGEMENT_LEVELS if counts.get(level)]
+    return " · ".join(found) or "—"
+
+
+#: Milestone-table keys that are not arm groups.
+_MILESTONE_KEYS = ("case", "agent", "milestone", "measure")
+_GROUP_LABELS = {ACTIVATED: "traincheck (activated)", NOT_ACTIVATED: "traincheck (not activated)"}
+_MEASURE_LABELS = {"raw_s": "raw s", "adjusted_s": "adjusted s", "solver_dev_s": "solver device-s"}
+
+
+def milestone_views(rows: Sequence[Mapping[str, Any]]) -> list[View]:
+    """One milestone table per case × agent: rows are milestones and costs, columns arm groups."""
+    keys = list(dict.fromkeys((r["case"], r["agent"]) for r in rows))
+    return [_milestone_view([r for r in rows if (r["case"], r["agent"]) == key]) for key in keys]
+
+
+def _milestone_view(rows: Sequence[Mapping[str, Any]]) -> View:
+    groups = [k for k in rows[0] if k not in _MILESTONE_KEYS]
+    cells = []
+    for r in rows:
+        if r["measure"] == "tokens_high":
+            continue
+        if r["measure"] == "tokens_low":
+            high = next(h for h in rows if (h["milestone"], h["measure"]) == (r["milestone"], "tokens_high"))
+            line = [fmt.token_range(r[g], high[g]) for g in groups]
+            measure = "tokens"
+        else:
+            line = [fmt.reached(r[g]) for g in groups]
+            measure = _MEASURE_LABELS[r["measure"]]
+        cost = r["measure"] not in ("raw_s", "adjusted_s")
+        label = f"through {MILESTONE_LABELS[r['milestone']]}" if cost else MILESTONE_LABELS[r["milestone"]]
+        cells.append((label, measure, *line))
+    note = (
+        "Seconds from the episode's start to each milestone the rubric judge found, and the cost through the "
+        "first valid submission: mean ± sd [min–max] over the graded episodes that reached it (n/N reached; N: "
+        "graded episodes with a diagnosis, and a rubric for the three diagnosis milestones). Tokens are a range "
+        "from completed-turn counters (never interpolated). The TrainCheck arm is also split by whether "
+        "TrainCheck was activated (the rubric's engagement level activated or acted)."
+    )
+    title = f"Milestones: {fmt.short_case(rows[0]['case'])} · {rows[0]['agent']}"
+    return View(title, note, ("milestone", "measure", *(_GROUP_LABELS.get(g, g) for g in groups)), tuple(cells))
+
+
 def paired_view(rows: Sequence[Mapping[str, Any]]) -> View:
-    """Control vs treatment, paired by trial."""
+    """Control vs treatment, paired by trial, with bootstrap intervals, McNemar p and small-n warnings."""
     headers = ("case", "agent", "pairs", "control pass", "TrainCheck pass", "Δ pass", "only TrainCheck passed",
-               "only control passed", "Δ first-valid adjusted s", "Δ tokens", "Δ solver device-s",
-               "used TrainCheck")  # fmt: skip
+               "only control passed", "McNemar p", "Δ first-valid adjusted s", "Δ adjusted s [95% CI]", "Δ tokens",
+               "Δ tokens [95% CI]", "Δ solver device-s", "Δ solver device-s [95% CI]", "used TrainCheck",
+               "activated TrainCheck", "warning")  # fmt: skip
     cells = tuple(
         (
             fmt.short_case(r["case"]),
@@ -65,15 +122,50 @@ def paired_view(rows: Sequence[Mapping[str, Any]]) -> View:
             fmt.signed(r["delta_pass_rate"], percent=True),
             str(r["only_treatment_passed"]),
             str(r["only_control_passed"]),
+            fmt.pvalue(r["mcnemar_p"]),
             fmt.spread(r["delta_first_valid_adjusted_s"]),
+            fmt.interval(r["ci_delta_first_valid_adjusted_s"]),
             fmt.spread(r["delta_first_valid_tokens"], 0),
+            fmt.interval(r["ci_delta_first_valid_tokens"], 0),
             fmt.spread(r["delta_first_valid_solver_dev_s"]),
+            fmt.interval(r["ci_delta_first_valid_solver_dev_s"]),
             f"{r['treatment_used_traincheck']} of {r['pairs']}",
+            f"{r['treatment_activated_traincheck']} of {r['pairs']}",
+            f"too few pairs ({r['pairs']} < {SMALL_N})" if r["warning"] else "",
         )
         for r in rows
     )
-    note = "Trial k of the control arm paired with trial k of the TrainCheck arm; Δ = TrainCheck − control."
-    return View("Paired comparison: control vs. TrainCheck", note, headers, cells)
+    note = (
+        "Trial k of the control arm paired with trial k of the TrainCheck arm; Δ = TrainCheck − control. "
+        "McNemar p: exact two-sided test of the pass-rate difference on the discordant pairs. Intervals: "
+        "95% percentile bootstrap of the mean paired difference (10,000 resamples), over pairs where both "
+        "trials solved the case. Activated: the rubric judged TrainCheck activated (or acted on)."
+    )
+    warnings = tuple(f"{fmt.short_case(r['case'])} · {r['agent']}: {r['warning']}" for r in rows if r["warning"])
+    return View("Paired comparison: control vs. TrainCheck", note, headers, cells, warnings)
+
+
+def paired_milestones_view(rows: Sequence[Mapping[str, Any]]) -> View:
+    """Paired differences in the adjusted time each milestone was reached."""
+    headers = ("case", "agent", "milestone", "pairs reaching it in both arms", "Δ adjusted s",
+               "Δ adjusted s [95% CI]")  # fmt: skip
+    cells = tuple(
+        (
+            fmt.short_case(r["case"]),
+            r["agent"],
+            MILESTONE_LABELS[milestone],
+            str(r[f"delta_m_{milestone}_adjusted_s"]["n"]),
+            fmt.spread(r[f"delta_m_{milestone}_adjusted_s"]),
+            fmt.interval(r[f"ci_delta_m_{milestone}_adjusted_s"]),
+        )
+        for r in rows
+        for milestone in MILESTONES
+    )
+    note = (
+        "Δ = TrainCheck − control adjusted seconds to each rubric milestone, over the trial pairs where both "
+        "reached it; intervals are 95% percentile bootstraps of the mean difference."
+    )
+    return View("Paired milestones: control vs. TrainCheck", note, headers, cells)
 
 
 def episodes_view(rows: Sequence[Mapping[str, Any]]) -> View:

@@ -1,0 +1,75 @@
+"""The adjudication's rubric ``diagnosis`` as flat episode-row columns: when each milestone was
+reached (seconds, token range, solver device-seconds), how far the agent engaged with TrainCheck,
+and how much validation it ran.
+
+An absent or ``null`` diagnosis (older adjudications, cases without a rubric) means no milestone
+data: every column is ``None`` and ``diagnosed`` is false. A diagnosis without a rubric
+(``"rubric": null``) can still time the device request and the first valid submission, but not
+the three rubric milestones (``rubric_judged`` false).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: The rubric's milestones, in the order an episode normally reaches them.
+MILESTONES = (
+    "pre_run_hypothesis",
+    "source_supported_diagnosis",
+    "runtime_supported_diagnosis",
+    "first_device_request",
+    "first_valid_submission",
+)
+MILESTONE_LABELS = {
+    "pre_run_hypothesis": "pre-run hypothesis",
+    "source_supported_diagnosis": "source-supported diagnosis",
+    "runtime_supported_diagnosis": "runtime-supported diagnosis",
+    "first_device_request": "first device request",
+    "first_valid_submission": "first valid submission",
+}
+#: The milestones only a rubric judge can find (the agent's stated diagnosis).
+RUBRIC_MILESTONES = MILESTONES[:3]
+#: Engagement with TrainCheck, by rank (0–4); rank ≥ :data:`ACTIVATED_RANK` means it was activated.
+ENGAGEMENT_LEVELS = ("none", "manual", "prepared", "activated", "acted")
+ACTIVATED_RANK = 3
+#: Per-milestone episode-row column suffix → the milestone's key in the adjudication.
+MEASURES = {
+    "raw_s": "raw_s",
+    "adjusted_s": "adjusted_s",
+    "tokens_low": "tokens_low",
+    "tokens_high": "tokens_high",
+    "solver_dev_s": "solver_device_seconds",
+}
+
+
+def column(milestone: str, measure: str) -> str:
+    """The episode-row column of a milestone's measure: ``m_pre_run_hypothesis_adjusted_s``."""
+    return f"m_{milestone}_{measure}"
+
+
+def diagnosis_columns(adjudication: Mapping[str, Any]) -> dict[str, Any]:
+    """The diagnosis's episode-row columns (``None`` values where it is absent or ``null``)."""
+    found = adjudication.get("diagnosis")
+    diagnosed = isinstance(found, Mapping)
+    diagnosis: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    milestones = diagnosis.get("milestones") or {}
+    row: dict[str, Any] = {"diagnosed": diagnosed, "rubric_judged": diagnosis.get("rubric") is not None}
+    for name in MILESTONES:
+        reached = milestones.get(name) or {}
+        for suffix, key in MEASURES.items():
+            row[column(name, suffix)] = reached.get(key)
+    engagement = diagnosis.get("engagement")
+    row["engagement_level"] = engagement["level"] if engagement else None
+    row["engagement_rank"] = engagement["rank"] if engagement else None
+    row["traincheck_activated"] = bool(engagement and engagement["rank"] >= ACTIVATED_RANK) if diagnosed else None
+    validation = diagnosis.get("validation") or {}
+    row["validation_jobs"] = validation.get("jobs")
+    row["validation_device_s"] = validation.get("device_seconds")
+    row["validation_distinct_commands"] = validation.get("distinct_commands")
+    return row
+
+
+def timed(row: Mapping[str, Any], milestone: str) -> bool:
+    """Whether the episode row could have reached ``milestone`` (it has the data to time it)."""
+    return bool(row["diagnosed"] and (row["rubric_judged"] or milestone not in RUBRIC_MILESTONES))
