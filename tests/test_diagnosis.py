@@ -23,12 +23,13 @@ from gym_trainfail.diagnosis.milestones import MILESTONES, diagnose
 from gym_trainfail.diagnosis.rubric import Rubric
 from gym_trainfail.diagnosis.symptoms import MAX_MATCHES, Job, detect
 from gym_trainfail.env import TrainFailEnv, read_transcript
+from gym_trainfail.episode import grade_run, run_episode
 from gym_trainfail.errors import CaseDefinitionError, TrainFailError
 from gym_trainfail.ledger import read_events
 from gym_trainfail.qualify import qualify
 from gym_trainfail.runtimes import Runtime
 from trainfail_agents.fake_openai import FakeOpenAIServer, call, turn
-from trainfail_agents.scripted import patched_files
+from trainfail_agents.scripted import StudyAgent, patched_files
 
 from .conftest import ECHO_CASE
 
@@ -59,8 +60,8 @@ BROKEN = [
     ("symptom without value", SYMPTOM + "regex = '(?P<key>a)'\n", "(?P<value>"),
     ("symptom without key", SYMPTOM + "regex = '(?P<value>a)'\n", "key"),
     ("steps without group", "[validation]\nsteps = ['step \\\\d+']\n", "(?P<steps>"),
-    ("study wrong repair", "[study]\nprobe = 'rubric.toml'\nprobe_path = 'p'\nprobe_command = 'c'\n"
-     "wrong_repair = 'nope'\nhypothesis = 'h'\nconfirmation = 'c'\n", "no grader/wrong_repairs/nope.patch"),
+    ("study wrong repair", "[study]", "no grader/wrong_repairs/nope.patch"),
+    ("study probe", "[study] probe", "is not a file"),
 ]  # fmt: skip
 
 
@@ -76,6 +77,10 @@ def test_a_broken_rubric_refuses_the_case_with_the_reason(
     if extra.startswith("[symptom]"):
         start, end = text.index("[symptom]"), text.index("[validation]")
         text = text[:start] + text[end:]
+    if extra == "[study]":
+        text, extra = text.replace('wrong_repair = "off-by-one-up"', 'wrong_repair = "nope"'), ""
+    if extra == "[study] probe":
+        text, extra = text.replace('probe = "probe.sh"', 'probe = "../../kit/missing.sh"'), ""
     if extra.startswith("[mechanism]"):
         text = text.replace("passage_chars = 400\n", "passage_chars = 400\ncolour = 1\n")
         extra = ""
@@ -417,3 +422,30 @@ def test_a_conversation_yields_every_milestone_in_grade_json(
     )
     assert diagnosis["symptom_jobs"] == [3] and diagnosis["judge"] == "rubric"
     assert diagnosis["validation"]["jobs"] == 1 and diagnosis["validation"]["ranks"] == [2]
+
+
+# -- the scripted study agent ---------------------------------------------------------------------
+
+
+def test_study_agent_reads_hypothesises_probes_submits_wrong_then_right(
+    echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None, tmp_path: Path
+) -> None:
+    result = run_episode(StudyAgent(), case=echo_case, arm="traincheck", sandbox="bwrap", run_dir=tmp_path / "run")
+    assert (result.reward, result.reward_status) == (1.0, "graded")
+    grades = grade_run(result.run_dir, sandbox="bwrap")
+    assert [r.status for r in grades.revisions] == ["fail", "pass"] and grades.first_valid is not None
+    assert grades.first_valid.revision == 2
+    diagnosis = grades.diagnosis
+    assert diagnosis is not None and diagnosis["symptom_jobs"] and diagnosis["engagement"]["level"] == "none"
+    m = diagnosis["milestones"]
+    assert all(m[name] is not None for name in MILESTONES), m
+    order = [m[name]["raw_s"] for name in ("source_supported_diagnosis", "first_device_request",
+                                           "runtime_supported_diagnosis", "first_valid_submission")]  # fmt: skip
+    assert order == sorted(order) and m["pre_run_hypothesis"] == m["source_supported_diagnosis"]
+    low, high = m["runtime_supported_diagnosis"]["tokens_low"], m["runtime_supported_diagnosis"]["tokens_high"]
+    assert 0 < low < high  # estimated usage per action: a range from completed-turn counters
+    assert diagnosis["validation"]["jobs"] == 2 and diagnosis["validation"]["distinct_commands"] == 2
+    # The probe was removed before submitting: the final revision is the reference tree.
+    reference = patched_files(echo_case.workspace_dir, echo_case.reference_patch)
+    assert (tmp_path / "run").exists() and reference["report.py"] is not None
+    assert grades.final is not None and grades.final.receipt.passed

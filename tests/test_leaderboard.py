@@ -29,7 +29,7 @@ from gym_trainfail.batch import (
 from gym_trainfail.batch.status import Attempt, EpisodeStatus, write_status
 from gym_trainfail.grading import Receipt, write_json
 from gym_trainfail.leaderboard import load_batch, milestone_rows, paired_rows, render_leaderboard, summary_rows
-from gym_trainfail.leaderboard.diagnosis import ENGAGEMENT_LEVELS, MILESTONES
+from gym_trainfail.leaderboard.milestone_columns import ENGAGEMENT_LEVELS, MILESTONES
 from gym_trainfail.leaderboard.plots import milestone_plot
 from gym_trainfail.leaderboard.stats import SMALL_N, bootstrap_ci, mcnemar_exact, small_n_warning
 from gym_trainfail.leaderboard.svg import Point, pareto_front

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gym_trainfail.leaderboard import fmt
-from gym_trainfail.leaderboard.diagnosis import MILESTONE_LABELS, MILESTONES
+from gym_trainfail.leaderboard.milestone_columns import MILESTONE_LABELS, MILESTONES
 from gym_trainfail.leaderboard.svg import Bar, Point, Series, bar_chart, scatter
 
 

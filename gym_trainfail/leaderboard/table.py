@@ -19,7 +19,7 @@ from gym_trainfail.batch.layout import RunLayout
 from gym_trainfail.batch.plan import BatchPlan, load_plan
 from gym_trainfail.batch.status import read_status
 from gym_trainfail.errors import TrainFailError
-from gym_trainfail.leaderboard.diagnosis import ENGAGEMENT_LEVELS, MILESTONES, column, diagnosis_columns, timed
+from gym_trainfail.leaderboard.milestone_columns import ENGAGEMENT_LEVELS, MILESTONES, column, diagnosis_columns, timed
 from gym_trainfail.leaderboard.stats import bootstrap_ci, mcnemar_exact, small_n_warning
 
 CONTROL, TREATMENT = "control", "traincheck"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gym_trainfail.leaderboard import fmt
-from gym_trainfail.leaderboard.diagnosis import ENGAGEMENT_LEVELS, MILESTONE_LABELS, MILESTONES
+from gym_trainfail.leaderboard.milestone_columns import ENGAGEMENT_LEVELS, MILESTONE_LABELS, MILESTONES
 from gym_trainfail.leaderboard.stats import SMALL_N
 from gym_trainfail.leaderboard.table import ACTIVATED, NOT_ACTIVATED
 

@@ -13,25 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-#: The rubric's milestones, in the order an episode normally reaches them.
-MILESTONES = (
-    "pre_run_hypothesis",
-    "source_supported_diagnosis",
-    "runtime_supported_diagnosis",
-    "first_device_request",
-    "first_valid_submission",
-)
-MILESTONE_LABELS = {
-    "pre_run_hypothesis": "pre-run hypothesis",
-    "source_supported_diagnosis": "source-supported diagnosis",
-    "runtime_supported_diagnosis": "runtime-supported diagnosis",
-    "first_device_request": "first device request",
-    "first_valid_submission": "first valid submission",
-}
+from gym_trainfail.diagnosis.engagement import LEVELS
+from gym_trainfail.diagnosis.milestones import LABELS as MILESTONE_LABELS
+from gym_trainfail.diagnosis.milestones import MILESTONES
+
+__all__ = ["ENGAGEMENT_LEVELS", "MILESTONES", "MILESTONE_LABELS", "column", "diagnosis_columns", "timed"]
+
 #: The milestones only a rubric judge can find (the agent's stated diagnosis).
 RUBRIC_MILESTONES = MILESTONES[:3]
 #: Engagement with TrainCheck, by rank (0–4); rank ≥ :data:`ACTIVATED_RANK` means it was activated.
-ENGAGEMENT_LEVELS = ("none", "manual", "prepared", "activated", "acted")
+ENGAGEMENT_LEVELS = LEVELS
 ACTIVATED_RANK = 3
 #: Per-milestone episode-row column suffix → the milestone's key in the adjudication.
 MEASURES = {
