@@ -27,8 +27,10 @@ from gym_trainfail.episode import grade_run, run_episode
 from gym_trainfail.errors import CaseDefinitionError, TrainFailError
 from gym_trainfail.ledger import read_events
 from gym_trainfail.qualify import qualify
+from gym_trainfail.registry import get_case
 from gym_trainfail.runtimes import Runtime
 from trainfail_agents.fake_openai import FakeOpenAIServer, call, turn
+from trainfail_agents.openai_agent import OpenAIAgent
 from trainfail_agents.scripted import StudyAgent, patched_files
 
 from .conftest import ECHO_CASE
@@ -356,6 +358,25 @@ def test_record_message_is_recorded_bounded_and_never_rewarded(
     assert all("index" in r for r in read_transcript(tmp_path / "run"))  # replay reads steps only
 
 
+def test_recorded_messages_survive_resume(
+    echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None, tmp_path: Path
+) -> None:
+    first = TrainFailEnv(case=echo_case, sandbox="bwrap", run_dir=tmp_path / "run")
+    first.reset(seed=0)
+    first.step({"tool": "read_file", "arguments": {"path": "report.py"}})
+    first.unwrapped.record_message(CORRECT)  # type: ignore[attr-defined]
+    first.close()  # the loop died here
+    second = TrainFailEnv(case=echo_case, sandbox="bwrap")
+    second.reset(options={"resume": tmp_path / "run"})
+    second.unwrapped.record_message("Resumed; nothing new.")  # type: ignore[attr-defined]
+    second.step({"tool": "finish", "arguments": {}})
+    second.close()
+    events = read_events(tmp_path / "run" / "ledger.jsonl")
+    assert [e["text"] for e in events if e["event"] == "message"] == [CORRECT, "Resumed; nothing new."]
+    milestones = diagnose(tmp_path / "run", events, echo_case.rubric, arm="control", first_valid_at=None)["milestones"]
+    assert milestones["source_supported_diagnosis"] is not None
+
+
 # -- a conversation through the real loop -------------------------------------------------------
 
 
@@ -371,7 +392,8 @@ def test_a_conversation_yields_every_milestone_in_grade_json(
     fixed = patched_files(echo_case.workspace_dir, echo_case.reference_patch)["report.py"]
     probe = "echo printed $(python report.py); echo documented $(grep -o '[0-9][0-9]' README.md)"
     script = [
-        turn(call("read_file", path="report.py"), content="Reading the program first."),
+        turn(call("read_file", path="report.py"), content="Reading the program first.",
+             reasoning="The README is the spec; compare it with the program."),
         turn(call("read_file", path="README.md"), content="ANSWER is 41 in report.py; if the README documents 42, "
              "that is the mismatch."),  # fmt: skip
         turn(call("run_job", command=probe, devices=2)),
@@ -421,6 +443,8 @@ def test_a_conversation_yields_every_milestone_in_grade_json(
         < m["runtime_supported_diagnosis"]["raw_s"]
     )
     assert diagnosis["symptom_jobs"] == [3] and diagnosis["judge"] == "rubric"
+    said = [(e["kind"], e["text"][:20]) for e in read_events(run_dir / "ledger.jsonl") if e["event"] == "message"]
+    assert said[:2] == [("reasoning", "The README is the sp"), ("message", "Reading the program ")]
     assert diagnosis["validation"]["jobs"] == 1 and diagnosis["validation"]["ranks"] == [2]
 
 
@@ -449,3 +473,49 @@ def test_study_agent_reads_hypothesises_probes_submits_wrong_then_right(
     reference = patched_files(echo_case.workspace_dir, echo_case.reference_patch)
     assert (tmp_path / "run").exists() and reference["report.py"] is not None
     assert grades.final is not None and grades.final.receipt.passed
+
+
+@pytest.mark.slow
+def test_a_conversation_on_the_ddp_case_reaches_every_milestone(
+    runtime: Runtime, bwrap_usable: None, key: str, tmp_path: Path
+) -> None:
+    """The real loop on the DDP case: it reads the culprit code, states the mechanism, runs a
+    probe job that shows per-rank token counts, repairs, runs the pipeline and submits; the
+    reward is 1, tokens match the endpoint, and `trainfail grade --json` has every milestone."""
+    case = get_case("TrainFail/DDPTokenAverage-v0")
+    assert case.rubric is not None and case.rubric.study is not None
+    study, devices = case.rubric.study, case.topology.devices_per_job
+    fixed = patched_files(case.workspace_dir, case.reference_patch)
+    reads = [call("read_file", path=c.path) for c in case.rubric.culprits]
+    script = [
+        turn(*reads, content="Reading the training path first."),
+        turn(call("write_file", path=study.probe_path, content=study.probe.read_text()), content=study.hypothesis),
+        turn(call("run_job", command=study.probe_command, devices=devices)),
+        turn(
+            *(call("write_file", path=p, content=c) for p, c in fixed.items() if c is not None),
+            content=study.confirmation,
+        ),  # fmt: skip
+        turn(call("run_job", command=case.check_command, devices=devices)),
+        turn(call("submit")),
+        turn(call("finish", summary="Normalised the loss by the global token count.")),
+    ]
+    run_dir = tmp_path / "run"
+    with FakeOpenAIServer(script) as server:
+        agent_options = {"model": "fake", "base_url": server.url}
+        result = run_episode(OpenAIAgent(**agent_options), case=case, sandbox="bwrap", run_dir=run_dir,
+                             agent_options=agent_options)  # fmt: skip
+        totals = server.usage_totals()
+    assert (result.reward, result.reward_status) == (1.0, "graded")
+    assert (result.summary.input_tokens, result.summary.output_tokens) == (totals["input"], totals["output"])
+    graded = subprocess.run(
+        [sys.executable, "-m", "gym_trainfail.cli", "grade", str(run_dir), "--sandbox", "bwrap", "--json"],
+        check=True, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    diagnosis = json.loads(graded.stdout)["diagnosis"]
+    m = diagnosis["milestones"]
+    assert all(m[name] is not None for name in MILESTONES), m
+    assert [m[name]["turn"] for name in MILESTONES] == [2, 2, 4, 3, 6]
+    probe_step = len(reads) + 2  # the reads, the probe written, then run
+    assert diagnosis["symptom_jobs"] == [probe_step]  # the pipeline's own output shows no per-rank counts
+    assert 0 < m["runtime_supported_diagnosis"]["tokens_low"] < m["runtime_supported_diagnosis"]["tokens_high"]
+    assert diagnosis["validation"]["jobs"] == 2 and diagnosis["validation"]["steps"] is not None

@@ -53,11 +53,13 @@ class ScriptedCall:
 
 @dataclass(frozen=True)
 class Turn:
-    """One scripted reply: tool calls (run in order) and/or text; usage reported or not."""
+    """One scripted reply: tool calls (run in order) and/or text (and a reasoning summary, sent as
+    ``reasoning_content`` like vLLM and SGLang do); usage reported or not."""
 
     calls: tuple[ScriptedCall, ...] = ()
     content: str | None = None
     report_usage: bool = True
+    reasoning: str | None = None
 
 
 def call(name: str, arguments: Mapping[str, Any] | str | None = None, /, **kwargs: Any) -> ScriptedCall:
@@ -65,9 +67,11 @@ def call(name: str, arguments: Mapping[str, Any] | str | None = None, /, **kwarg
     return ScriptedCall(name, arguments if arguments is not None else kwargs)
 
 
-def turn(*calls: ScriptedCall, content: str | None = None, report_usage: bool = True) -> Turn:
+def turn(
+    *calls: ScriptedCall, content: str | None = None, report_usage: bool = True, reasoning: str | None = None
+) -> Turn:
     """A scripted reply."""
-    return Turn(calls=calls, content=content, report_usage=report_usage)
+    return Turn(calls=calls, content=content, report_usage=report_usage, reasoning=reasoning)
 
 
 @dataclass(frozen=True)
@@ -247,6 +251,8 @@ def _message(scripted: Turn | None, number: int) -> dict[str, Any]:
     if scripted is None:
         return {"role": "assistant", "content": EXHAUSTED}
     message: dict[str, Any] = {"role": "assistant", "content": scripted.content}
+    if scripted.reasoning is not None:
+        message["reasoning_content"] = scripted.reasoning
     if scripted.calls:
         message["tool_calls"] = [
             {
