@@ -8,7 +8,7 @@ SANDBOX ?= auto
 # The demo is the embedded default: bubblewrap and CPU ranks, no Docker needed.
 DEMO_SANDBOX ?= bwrap
 
-.PHONY: setup test-setup demo test lint typecheck pytest runtime images clean leaderboard
+.PHONY: setup test-setup demo test lint typecheck pytest runtime lock images clean leaderboard
 
 $(BIN)/trainfail: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ test-setup: setup
 
 runtime: setup
 	$(BIN)/trainfail runtimes build --arm control
+
+# Re-resolve both arms' requirement sets into the committed hashed locks (after changing one).
+lock: setup
+	$(BIN)/trainfail runtimes lock --arm all
 
 # Docker runtime images of both arms (needs an engine: DOCKER_HOST, see scripts/start-dockerd.sh).
 images: setup
@@ -50,10 +54,10 @@ test: lint typecheck pytest
 LEADERBOARD_RUN ?= runs/leaderboard-scripted
 leaderboard: runtime
 	$(BIN)/trainfail runtimes build --arm traincheck
-	$(BIN)/trainfail batch --cases all --arms control,traincheck --agents reference noop --trials 2 \
+	$(BIN)/trainfail batch --cases all --arms control,traincheck --agents study reference noop --trials 2 \
 		--workers 2 --sandbox $(SANDBOX) --out $(LEADERBOARD_RUN)
 	$(BIN)/trainfail leaderboard $(LEADERBOARD_RUN) --out leaderboards/scripted \
-		--title "gym-trainfail leaderboard: scripted agents (reference, noop)"
+		--title "gym-trainfail leaderboard: scripted agents (study, reference, noop)"
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info

@@ -33,7 +33,8 @@ from rich.console import Console
 from gym_trainfail.batch import RunLayout, load_plan
 from gym_trainfail.batch.grade import load_receipt
 from gym_trainfail.cases import CaseSpec, load_case
-from gym_trainfail.grading import Grader, apply_patch
+from gym_trainfail.files import apply_patch
+from gym_trainfail.grading import Grader
 from gym_trainfail.registry import resolve_case
 
 RESULTS = Path(__file__).parent / "results"

@@ -3,11 +3,18 @@
 ``doctor`` · ``cases`` · ``runtimes build|list`` · ``run`` · ``grade`` · ``qualify`` · ``demo`` ·
 ``batch`` · ``leaderboard``.
 Long work shows progress on stderr; ``--json`` prints one JSON document on stdout.
+
+An error ends a command with one line on stderr that says what to do next, and exit status 1
+(``grade --patch/--tree``: 2, as 1 means a failing grade; an interrupt: 130). ``--debug`` adds the
+traceback. Text that comes from elsewhere (exceptions, grader reasons, paths) is never read as
+rich markup.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import difflib
 import json
 import os
 import platform
@@ -15,15 +22,17 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+import traceback
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from gym_trainfail.agents import agent_names, load_agent
+from gym_trainfail.agent import agent_names, load_agent
 from gym_trainfail.arms import ARMS
 from gym_trainfail.batch import (
     BatchPlan,
@@ -52,14 +61,15 @@ from gym_trainfail.diagnosis.judges import Judge
 from gym_trainfail.diagnosis.llm_judge import LLMJudge
 from gym_trainfail.diagnosis.milestones import LABELS, MILESTONES
 from gym_trainfail.episode import EpisodeResult, RunGrades, grade_run, resume_episode, run_episode
-from gym_trainfail.errors import RuntimeMissingError, TrainFailError
-from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome, apply_patch
+from gym_trainfail.errors import RuntimeMissingError, TrainFailError, missing_extra
+from gym_trainfail.files import apply_patch
+from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome
 from gym_trainfail.leaderboard import render_leaderboard
 from gym_trainfail.qualify import Qualification, qualify
 from gym_trainfail.registry import default_registry, resolve_case
 from gym_trainfail.revisions import RevisionLog
 from gym_trainfail.runtimes import Runtime, build_runtime, find_runtime, list_runtimes
-from gym_trainfail.sandbox import backend_status
+from gym_trainfail.sandbox import BACKENDS, backend_status, resolve_backend
 from gym_trainfail.sandbox.cgroups import cgroup_support
 from gym_trainfail.sandbox.disk import disk_support
 from gym_trainfail.scaffold import scaffold_case
@@ -78,23 +88,86 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "handler"):
         parser.print_help()
         return 2
+    debug = bool(getattr(args, "debug", False))
     try:
         return int(args.handler(args) or 0)
     except TrainFailError as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}")
-        return 1
+        return _fail(str(exc), exc, debug)
+    except ImportError as exc:
+        if (missing := missing_extra(exc, f"trainfail {args.command}")) is not None:
+            return _fail(str(missing), exc, debug)
+        return _fail(_unexpected(exc), exc, debug)
     except KeyboardInterrupt:
         err.print("interrupted")
         return 130
+    except Exception as exc:  # noqa: BLE001 - the operator gets one line; --debug shows the rest
+        return _fail(_unexpected(exc), exc, debug)
+
+
+def _fail(message: str, exc: BaseException, debug: bool, status: int = 1) -> int:
+    """Print ``message`` as one ``error:`` line on stderr (after the traceback, with ``--debug``)."""
+    if debug:
+        traceback.print_exception(exc, file=sys.stderr)
+    line = " ".join(message.split()) or type(exc).__name__
+    err.print(Text.assemble(("error:", "bold red"), " ", line), soft_wrap=True, highlight=False)
+    return status
+
+
+def _unexpected(exc: BaseException) -> str:
+    hint = "" if isinstance(exc, OSError) else " (a bug in trainfail: please report it with the traceback)"
+    return f"{type(exc).__name__}: {exc}{hint}; run again with --debug to see the traceback"
+
+
+@contextlib.contextmanager
+def _progress(title: str) -> Iterator[Progress]:
+    """A spinner on stderr for long work (see :class:`Progress`)."""
+    with err.status(Text(title)) as status:
+        yield Progress(status.update)
+
+
+class Progress:
+    """Reports long work on stderr: what runs now in the spinner, finished items as lines above it.
+    Text is shown as given, never read as markup."""
+
+    def __init__(self, update: Callable[[Text], None]) -> None:
+        self._update = update
+
+    def running(self, text: str) -> None:
+        """Show ``text`` in the spinner."""
+        self._update(Text(text))
+
+    def done(self, text: str) -> None:
+        """Print ``text`` (a finished item) above the spinner."""
+        err.print(Text(f"  {text}"), highlight=False, soft_wrap=True)
+
+    def both(self, text: str) -> None:
+        """Show ``text`` in the spinner and keep it as a line."""
+        self.running(text)
+        self.done(text)
+
+
+def _check_sandbox(name: str, *, probe: bool = True) -> None:
+    """Refuse an unknown (or, with ``probe``, an unusable) sandbox before any expensive work."""
+    if name != "auto" and name not in BACKENDS:
+        known = ["auto", *sorted(BACKENDS)]
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise TrainFailError(f"unknown sandbox {name!r}; {hint}--sandbox takes one of {', '.join(known)}")
+    if probe:
+        resolve_backend(name)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trainfail", description=__doc__.split("\n")[0])
+    parser.add_argument("--debug", action="store_true", help="on an error, also show its traceback")
     sub = parser.add_subparsers(metavar="COMMAND")
 
     def command(name: str, handler: Callable[[argparse.Namespace], int], help_: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_, description=help_)
-        p.set_defaults(handler=handler)
+        p.set_defaults(handler=handler, command=name)
+        p.add_argument(
+            "--debug", action="store_true", default=argparse.SUPPRESS, help="on an error, also show its traceback"
+        )
         return p
 
     p = command("doctor", cmd_doctor, "what backends, runtimes and devices are usable here")
@@ -103,8 +176,8 @@ def _parser() -> argparse.ArgumentParser:
     p = command("cases", cmd_cases, "list the registered cases")
     p.add_argument("--json", action="store_true")
 
-    p = command("runtimes", cmd_runtimes, "build or list case runtimes")
-    p.add_argument("action", choices=["build", "list"])
+    p = command("runtimes", cmd_runtimes, "build, list or lock (resolve and pin with hashes) case runtimes")
+    p.add_argument("action", choices=["build", "list", "lock"])
     p.add_argument("--arm", default="control", help="control, traincheck or all (default: control)")
     p.add_argument("--force", action="store_true", help="rebuild even if up to date")
     p.add_argument("--json", action="store_true")
@@ -255,7 +328,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             value = "\n".join(f"{k}: {v}" for k, v in value.items()) or "none"
         elif isinstance(value, list):
             value = "\n".join(value) or "none"
-        table.add_row(key, str(value))
+        table.add_row(key, escape(str(value)))
     out.print(table)
     return 0
 
@@ -263,6 +336,19 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_cases(args: argparse.Namespace) -> int:
     registry = default_registry()
     cases = list(registry)
+    if not cases:
+        from gym_trainfail.paths import builtin_cases_dir
+
+        err.print(
+            f"no cases registered: {escape(str(builtin_cases_dir()))} holds no case folder (case.toml) and no "
+            "'gym_trainfail.cases' entry point added one; reinstall gym-trainfail from a wheel or "
+            "checkout that carries envs/, or install a package that registers cases",
+            soft_wrap=True,
+        )
+        if not args.json:
+            for folder, reason in registry.refused.items():
+                err.print(f"[yellow]refused[/] {escape(folder)}: {escape(reason)}")
+            return 1
     if args.json:
         rows = [
             {
@@ -277,17 +363,18 @@ def cmd_cases(args: argparse.Namespace) -> int:
             for c in cases
         ]
         print(json.dumps({"cases": rows, "refused": registry.refused}, indent=2))
-        return 0
+        return 0 if cases else 1
     table = Table(title="registered cases")
     for column in ("id", "title", "ranks", "scenarios", "source"):
         table.add_column(column)
     for c in cases:
         ranks = f"{c.topology.world_size} (TP {c.topology.tensor_parallel})"
-        table.add_row(c.id, c.title, ranks, str(len(c.scenarios)), "\n".join(c.provenance["sources"]))
+        table.add_row(escape(c.id), escape(c.title), ranks, str(len(c.scenarios)),
+                      escape("\n".join(c.provenance["sources"])))  # fmt: skip
     out.print(table)
     for folder, reason in registry.refused.items():
-        err.print(f"[yellow]refused[/] {folder}: {reason}")
-    return 0
+        err.print(f"[yellow]refused[/] {escape(str(folder))}: {escape(str(reason))}")
+    return 0 if cases else 1
 
 
 def cmd_runtimes(args: argparse.Namespace) -> int:
@@ -299,12 +386,21 @@ def cmd_runtimes(args: argparse.Namespace) -> int:
             for item in found:
                 packages = item["packages"]
                 count = len(packages) if isinstance(packages, list) else 0
-                out.print(f"{item['arm']!s:<11} {item['path']}  ({count} packages, python {item['python']})")
+                out.print(escape(f"{item['arm']!s:<11} {item['path']}  ({count} packages, python {item['python']})"))
         return 0
     arms = sorted(ARMS) if args.arm == "all" else [args.arm]
+    if args.action == "lock":
+        from gym_trainfail.runtimes import lock_runtime
+
+        locks = {arm: str(lock_runtime(arm, progress=lambda line: err.print(escape(f"  {line}")))) for arm in arms}
+        if args.json:
+            print(json.dumps(locks, indent=2))
+        for arm, lock in [] if args.json else locks.items():
+            out.print(escape(f"{arm}: {lock}"))
+        return 0
     for arm in arms:
         runtime = _build_with_progress(arm, force=args.force)
-        out.print(f"{arm}: {runtime.root}")
+        out.print(escape(f"{arm}: {runtime.root}"))
     return 0
 
 
@@ -317,18 +413,13 @@ def _ensure_runtime(arm: str) -> None:
 
 
 def _build_with_progress(arm: str, *, force: bool) -> Runtime:
-    with err.status(f"building the {arm} runtime") as status:
-
-        def report(message: str) -> None:
-            status.update(message)
-            err.print(f"  {message}")
-
-        return build_runtime(arm, progress=report, force=force)
+    with _progress(f"building the {arm} runtime") as progress:
+        return build_runtime(arm, progress=progress.both, force=force)
 
 
 def cmd_images(args: argparse.Namespace) -> int:
     try:  # imported here, not at the top: the `docker` extra is optional
-        from gym_trainfail import images
+        from gym_trainfail.sandbox import docker_image as images
     except ImportError as missing:
         raise TrainFailError(
             f"the Docker SDK is not installed ({missing.name}); pip install 'gym-trainfail[docker]'"
@@ -338,20 +429,15 @@ def cmd_images(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(found, indent=2))
         for item in [] if args.json else found:
-            out.print(f"{item['arm']!s:<11} {item['tag']}  (runtime {item['runtime']}, base {item['base']})")
+            out.print(escape(f"{item['arm']!s:<11} {item['tag']}  (runtime {item['runtime']}, base {item['base']})"))
         return 0
     built = {}
     for arm in sorted(ARMS) if args.arm == "all" else [args.arm]:
-        with err.status(f"building the {arm} image") as status:
-
-            def report(message: str) -> None:
-                status.update(message)
-                err.print(f"  {message}")
-
-            image = images.build_image(arm, base=args.base, force=args.force, progress=report)
+        with _progress(f"building the {arm} image") as progress:
+            image = images.build_image(arm, base=args.base, force=args.force, progress=progress.both)
         built[arm] = image.tag
         if not args.json:
-            out.print(f"{arm}: {image.tag}")
+            out.print(escape(f"{arm}: {image.tag}"))
     if args.json:
         print(json.dumps(built, indent=2))
     return 0
@@ -362,18 +448,20 @@ def cmd_images(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     if args.resume is not None:
-        with err.status(f"resuming {args.resume}"):
+        _check_sandbox(args.sandbox)
+        with _progress(f"resuming {args.resume}"):
             result = resume_episode(args.resume, sandbox=None if args.sandbox == "auto" else args.sandbox,
                                     grade_on_end=not args.no_grade)  # fmt: skip
     else:
         if not args.case or not args.agent:
             raise TrainFailError("run needs --case and --agent (or --resume RUN_DIR)")
         case = resolve_case(args.case)
-        _ensure_runtime(args.arm)
+        _check_sandbox(args.sandbox)
         options = _agent_options(args)
         agent = load_agent(args.agent, **options)
+        _ensure_runtime(args.arm)  # minutes on first use: only after every argument checked out
         run_dir = args.out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{case.name}-{args.arm}-{agent.name}"
-        with err.status(f"{agent.name} playing {case.id} ({args.arm})"):
+        with _progress(f"{agent.name} playing {case.id} ({args.arm})"):
             result = run_episode(
                 agent,
                 case=case,
@@ -413,12 +501,12 @@ def cmd_grade(args: argparse.Namespace) -> int:
         try:
             return _grade_submission(args)
         except TrainFailError as exc:  # could not grade: exit 2, apart from a failing grade
-            err.print(f"[bold red]error:[/] {escape(str(exc))}")
-            return 2
+            return _fail(str(exc), exc, bool(getattr(args, "debug", False)), status=2)
     if args.run_dir is None:
         raise TrainFailError("give an episode's run directory, or --case ID with --patch FILE or --tree DIR")
     if not (args.run_dir / "episode.json").exists():
         raise TrainFailError(f"{args.run_dir} is not an episode run directory (no episode.json)")
+    _check_sandbox(args.sandbox)
     grades = _grade_with_progress(args.run_dir, args.sandbox, _judge(args))
     if args.json:
         print(json.dumps(grades.to_json(), indent=2))
@@ -439,6 +527,7 @@ def _grade_submission(args: argparse.Namespace) -> int:
     if args.tree is not None and not args.tree.is_dir():
         raise TrainFailError(f"--tree {args.tree}: no such folder")
     case = resolve_case(args.case)
+    _check_sandbox(args.sandbox)
     _ensure_runtime("control")
     with tempfile.TemporaryDirectory(prefix="trainfail-grade-cli-") as scratch:
         workspace = Path(scratch) / "workspace"
@@ -451,13 +540,13 @@ def _grade_submission(args: argparse.Namespace) -> int:
         revision = Path(scratch) / "revision"
         tree = log.checkout(number, revision)
         grader = Grader(case, sandbox=args.sandbox, cache=not args.no_cache)
-        with err.status(f"grading {source} on {case.id}") as status:
+        with _progress(f"grading {source} on {case.id}") as progress:
 
             def hook(scenario: str, outcome: ScenarioOutcome | None) -> None:
                 if outcome is None:
-                    status.update(f"grading {scenario}")
+                    progress.running(f"grading {scenario}")
                 else:
-                    err.print(f"  {escape(scenario)}: {outcome.status} ({outcome.duration_s:.1f} s)")
+                    progress.done(f"{scenario}: {outcome.status} ({outcome.duration_s:.1f} s)")
 
             receipt = grader.grade_dir(revision, tree=tree.digest, progress=hook)
     if args.json:
@@ -474,7 +563,7 @@ def _print_receipt(case: CaseSpec, receipt: Receipt) -> None:
     for outcome in receipt.outcomes:
         key, value = _headline(outcome)
         threshold = outcome.metrics.get("threshold", "—")
-        table.add_row(outcome.scenario, outcome.kind, outcome.status, escape(f"{key} {value}".strip() or "—"),
+        table.add_row(escape(outcome.scenario), outcome.kind, outcome.status, escape(f"{key} {value}".strip() or "—"),
                       escape(str(threshold)), escape(outcome.reason))  # fmt: skip
     out.print(table)
     out.print(f"{receipt.status}: {sum(o.status == 'pass' for o in receipt.outcomes)}/{len(receipt.outcomes)} pass, "
@@ -482,13 +571,13 @@ def _print_receipt(case: CaseSpec, receipt: Receipt) -> None:
 
 
 def _grade_with_progress(run_dir: Path, sandbox: str, judge: Judge | None = None) -> RunGrades:
-    with err.status(f"grading {run_dir}") as status:
+    with _progress(f"grading {run_dir}") as progress:
 
         def hook(revision: int, scenario: str, outcome: ScenarioOutcome | None) -> None:
             if outcome is None:
-                status.update(f"grading revision {revision}: {scenario}")
+                progress.running(f"grading revision {revision}: {scenario}")
             else:
-                err.print(f"  revision {revision} · {scenario}: {outcome.status} ({outcome.duration_s:.1f} s)")
+                progress.done(f"revision {revision} · {scenario}: {outcome.status} ({outcome.duration_s:.1f} s)")
 
         return grade_run(run_dir, sandbox=sandbox, progress=hook, judge=judge)
 
@@ -499,14 +588,15 @@ def _grade_with_progress(run_dir: Path, sandbox: str, judge: Judge | None = None
 def cmd_qualify(args: argparse.Namespace) -> int:
     case = resolve_case(args.case)
     judge = _judge(args)
+    _check_sandbox(args.sandbox)
     _ensure_runtime("control")
-    with err.status(f"qualifying {case.id}") as status:
+    with _progress(f"qualifying {case.id}") as progress:
 
         def hook(variant: str, scenario: str, outcome: ScenarioOutcome | None) -> None:
             if outcome is None:
-                status.update(f"{variant}: {scenario}")
+                progress.running(f"{variant}: {scenario}")
             else:
-                err.print(f"  {variant:<22} {scenario:<24} {outcome.status:<5} {outcome.duration_s:6.1f} s")
+                progress.done(f"{variant:<22} {scenario:<24} {outcome.status:<5} {outcome.duration_s:6.1f} s")
 
         result = qualify(case, sandbox=args.sandbox, repeats=args.repeats, wrong_repairs=args.wrong_repairs,
                          progress=hook, judge=judge)  # fmt: skip
@@ -528,7 +618,7 @@ def _print_qualification(case: CaseSpec, result: Qualification) -> None:
         table.add_column(variant.label)
     keys: set[str] = set()
     for scenario in case.scenarios:
-        row = [scenario.name, scenario.kind]
+        row = [escape(scenario.name), scenario.kind]
         for variant in result.variants:
             found = next((o for o in variant.receipt.outcomes if o.scenario == scenario.name), None)
             if found is None:  # a wrong repair's grading stops at its first failing unit
@@ -549,7 +639,7 @@ def _print_qualification(case: CaseSpec, result: Qualification) -> None:
     verdict = "[green]admitted[/]" if result.admitted else "[red]refused[/]"
     out.print(f"{verdict} in {result.seconds:.0f} s")
     for problem in result.problems:
-        out.print(f"  - {problem}")
+        out.print(f"  - {escape(problem)}")
 
 
 def _rubric_line(check: FixtureCheck | None) -> str:
@@ -577,9 +667,9 @@ def _headline(outcome: ScenarioOutcome) -> tuple[str, str]:
 
 def cmd_case(args: argparse.Namespace) -> int:
     case = scaffold_case(args.name, args.dir, namespace=args.namespace)
-    out.print(f"created {case.id} in {_short(case.root)} (passes schema validation)")
+    out.print(escape(f"created {case.id} in {_short(case.root)} (passes schema validation)"))
     out.print("next: put the real failure in workspace/, write the grader's oracle and scenarios, then run")
-    out.print(f"  trainfail qualify {_short(case.root)} --wrong-repairs   (docs/case-authoring.md)")
+    out.print(escape(f"  trainfail qualify {_short(case.root)} --wrong-repairs   (docs/case-authoring.md)"))
     return 0
 
 
@@ -588,15 +678,16 @@ def cmd_case(args: argparse.Namespace) -> int:
 
 def cmd_batch(args: argparse.Namespace) -> int:
     judge = _judge(args)
+    _check_sandbox(args.sandbox, probe=not args.ray)  # Ray nodes probe their own backends
     layout = RunLayout(args.out)
     plan = _batch_plan(args, layout)
-    err.print(f"plan: {len(plan.episodes)} episodes → {_short(layout.plan)}")
+    err.print(escape(f"plan: {len(plan.episodes)} episodes → {_short(layout.plan)}"))
     if args.stage in ("all", "episodes"):
         # Ray nodes build their own runtimes; the driver needs the control one to grade.
         for arm in sorted({"control"} if args.ray else {*plan.spec.arms, "control"}):
             _ensure_runtime(arm)
         counts = _play(args, layout, plan)
-        err.print(f"episodes: {counts.done} done, {counts.gave_up} gave up ({describe(counts)})")
+        err.print(escape(f"episodes: {counts.done} done, {counts.gave_up} gave up ({describe(counts)})"))
     result: dict[str, Any] = {"run_dir": str(layout.root), "episodes": len(plan.episodes)}
     if args.stage in ("all", "grade"):
         report = _grade_batch(args, layout, plan)
@@ -604,8 +695,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if args.stage in ("all", "grade", "adjudicate"):
         adjudications = adjudicate_batch(layout, plan, force=args.stage == "adjudicate", judge=judge)
         result["adjudicated"] = len(adjudications)
-        err.print(f"adjudicated {len(adjudications)} episodes → {_short(layout.root / 'adjudication')}")
-        err.print(f"next: trainfail leaderboard {_short(layout.root)}")
+        err.print(escape(f"adjudicated {len(adjudications)} episodes → {_short(layout.root / 'adjudication')}"))
+        err.print(escape(f"next: trainfail leaderboard {_short(layout.root)}"))
     if args.json:
         print(json.dumps(result, indent=2))
     return 0
@@ -648,24 +739,24 @@ def _play(args: argparse.Namespace, layout: RunLayout, plan: BatchPlan) -> Count
     if args.ray:
         runner = RayRunner(layout, args.ray, workers=args.workers, sandbox=plan.spec.sandbox,
                            agent_options=plan.spec.agent_options)  # fmt: skip
-        err.print(f"ray: {describe_cluster()}; {runner.slots} episodes at once")
+        err.print(escape(f"ray: {describe_cluster()}; {runner.slots} episodes at once"))
     else:
         runner = LocalRunner(layout, args.workers or default_workers())
-        err.print(f"local: {runner.slots} worker(s); devices: {DevicePool().describe()}")
+        err.print(escape(f"local: {runner.slots} worker(s); devices: {DevicePool().describe()}"))
     with episode_progress(err, len(plan.episodes)) as hook:
         return run_episodes(layout, plan, runner, hook)
 
 
 def _grade_batch(args: argparse.Namespace, layout: RunLayout, plan: BatchPlan) -> GradingReport:
-    with err.status("grading the batch's revisions") as status:
+    with _progress("grading the batch's revisions") as progress:
 
         def hook(job: TreeJob, receipt: Receipt | None) -> None:
             label = f"{job.case} tree {job.tree[:12]} ({job.submissions} submission(s))"
             if receipt is None:
-                status.update(f"grading {label}")
+                progress.running(f"grading {label}")
             else:
-                err.print(f"  {label}: {receipt.status} ({receipt.duration_s:.0f} s, "
-                          f"{receipt.device_seconds:.0f} grader device-s)")  # fmt: skip
+                progress.done(f"{label}: {receipt.status} ({receipt.duration_s:.0f} s, "
+                              f"{receipt.device_seconds:.0f} grader device-s)")  # fmt: skip
 
         report = grade_batch(layout, plan, workers=args.grade_workers, parallel_scenarios=args.parallel_scenarios,
                              progress=hook)  # fmt: skip
@@ -685,7 +776,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         print(json.dumps({"out": str(out_dir), "files": [str(p) for p in written]}, indent=2))
         return 0
     for path in written:
-        out.print(f"wrote {_short(path)}")
+        out.print(escape(f"wrote {_short(path)}"))
     return 0
 
 
@@ -694,16 +785,19 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     case = resolve_case(args.case)
+    _check_sandbox(args.sandbox)
     _ensure_runtime("control")
     results: list[EpisodeResult] = []
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for agent_name in ("reference", "noop"):
         agent = load_agent(agent_name)
         run_dir = args.out / f"{stamp}-{agent_name}"
-        with err.status(f"{agent_name} agent playing {case.id} (sandbox {args.sandbox}); grading takes minutes"):
+        with _progress(f"{agent_name} agent playing {case.id} (sandbox {args.sandbox}); grading takes minutes"):
             started = time.monotonic()
             results.append(run_episode(agent, case=case, sandbox=args.sandbox, run_dir=run_dir))
-        err.print(f"  {agent_name}: reward {results[-1].reward:.0f} in {time.monotonic() - started:.0f} s → {run_dir}")
+        err.print(
+            escape(f"  {agent_name}: reward {results[-1].reward:.0f} in {time.monotonic() - started:.0f} s → {run_dir}")
+        )
     grades = [_grade_with_progress(r.run_dir, args.sandbox) for r in results]
     if args.json:
         print(json.dumps([_episode_json(r) | {"grades": g.to_json()} for r, g in zip(results, grades, strict=True)],
@@ -738,14 +832,15 @@ def _print_episodes(results: list[EpisodeResult], grades: list[RunGrades] | None
             valid = grades[index].first_valid
             rule = grades[index].adjudication
             first = f"rev {valid.revision} @ {valid.cost.adjusted_seconds:.0f} s" if valid else rule.reason
-        table.add_row(result.agent, result.case, result.arm, f"{result.reward:.0f} ({result.reward_status})",
-                      str(s.submits), first, f"{s.raw_seconds:.1f}", f"{s.adjusted_seconds:.1f}",
-                      str(s.total_tokens), f"{s.solver_device_seconds:.1f}", _short(result.run_dir))  # fmt: skip
+        table.add_row(escape(result.agent), escape(result.case), result.arm,
+                      escape(f"{result.reward:.0f} ({result.reward_status})"), str(s.submits), escape(first),
+                      f"{s.raw_seconds:.1f}", f"{s.adjusted_seconds:.1f}", str(s.total_tokens),
+                      f"{s.solver_device_seconds:.1f}", escape(_short(result.run_dir)))  # fmt: skip
     out.print(table)
 
 
 def _print_grades(grades: RunGrades) -> None:
-    table = Table(title=f"revisions of {_short(grades.run_dir)} ({grades.case})")
+    table = Table(title=escape(f"revisions of {_short(grades.run_dir)} ({grades.case})"))
     for column in (
         "revision",
         "tree",
@@ -765,7 +860,7 @@ def _print_grades(grades: RunGrades) -> None:
     out.print(table)
     first = grades.first_valid
     if first is None and grades.adjudication.blocked_by is not None:
-        out.print(f"first valid repair: {grades.adjudication.reason} (its verdict must be known first)")
+        out.print(f"first valid repair: {escape(grades.adjudication.reason)} (its verdict must be known first)")
     elif first is None:
         out.print("no valid repair among the submitted revisions")
     else:
@@ -798,7 +893,7 @@ def _print_milestones(diagnosis: dict[str, Any]) -> None:
                       tokens, f"{m['solver_device_seconds']:.1f}", escape(m["excerpt"][:120]))  # fmt: skip
     out.print(table)
     if (engaged := diagnosis.get("engagement")) is not None:
-        out.print(f"TrainCheck engagement: {engaged['level']}")
+        out.print(f"TrainCheck engagement: {escape(str(engaged['level']))}")
     scope = diagnosis["validation"]
     steps = f", {scope['steps']} updates trained" if scope.get("steps") is not None else ""
     out.print(f"validation: {scope['jobs']} job(s), {scope['device_seconds']:.1f} device-s, "

@@ -21,9 +21,16 @@ from typing import IO
 
 from gym_trainfail.errors import ToolError, TrainFailError
 from gym_trainfail.paths import devices_dir
-from gym_trainfail.sandbox.base import Device
 
 _POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class Device:
+    """One allocatable device: a GPU (``kind='gpu'``, ``index`` its host id) or a CPU slot."""
+
+    kind: str
+    index: int
 
 
 def detect_gpus() -> list[int]:

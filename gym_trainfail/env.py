@@ -4,6 +4,9 @@ Observations and actions are text. An action is one tool call (JSON text or a di
 or failing call comes back as an error observation and the episode goes on. ``submit``
 records a revision and says only its number; the reward, computed privately from the last
 revision when the episode ends, is the only channel through which a grade reaches the caller.
+
+The env keeps the Gymnasium lifecycle (reset, resume, step bookkeeping, checkpoints, budgets,
+sandbox recovery, the reward); what each tool does is :mod:`gym_trainfail.tool_handlers`.
 """
 
 from __future__ import annotations
@@ -12,10 +15,9 @@ import contextlib
 import json
 import secrets
 import shutil
-import signal
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, SupportsFloat
 
@@ -40,8 +42,6 @@ from gym_trainfail.registry import get_case
 from gym_trainfail.revisions import Checkpoints, RevisionLog, restore
 from gym_trainfail.runtimes import DECOY_DIR, Runtime, find_runtime
 from gym_trainfail.sandbox import (
-    Device,
-    ExecResult,
     Limits,
     Mount,
     Sandbox,
@@ -51,47 +51,18 @@ from gym_trainfail.sandbox import (
 )
 from gym_trainfail.sandbox.disk import DiskArea, MiB, reclaim_stale, release, split_budget
 from gym_trainfail.sandbox.watch import FileWatch, arm_watched_paths
+from gym_trainfail.tool_handlers import STEP_FIELDS, WRITING_TOOLS, EpisodeState, ToolHandlers
 from gym_trainfail.tools import (
-    DEFAULT_JOB_TIMEOUT_S,
-    DEFAULT_SHELL_TIMEOUT_S,
     ToolCall,
     parse_action,
     tool_specs,
 )
 from gym_trainfail.workspace_fs import WorkspaceFiles
 
-
-@dataclass
-class _Episode:
-    """State of the episode in progress."""
-
-    run_dir: Path
-    ledger: Ledger
-    revisions: RevisionLog
-    checkpoints: Checkpoints
-    sandbox: Sandbox
-    files: WorkspaceFiles
-    started: float
-    steps: int = 0
-    device_seconds: float = 0.0
-    queue_wait_s: float = 0.0
-    suspended_s: float = 0.0
-    tokens: int = 0
-    last_revision: int | None = None
-    done: bool = False
-    #: The filesystem that bounds the workspace's disk use (closed, contents kept, with the sandbox).
-    disk: DiskArea | None = None
-    #: The host's watch on the arm's files (isolating backends only).
-    watch: FileWatch | None = None
-
-
 #: Who may speak in a recorded message, what kind of text it is, and how much of it is kept.
 MESSAGE_ROLES = ("assistant", "user", "system")
 MESSAGE_KINDS = ("message", "reasoning")
 MAX_MESSAGE_CHARS = 64_000
-
-#: What a tool handler's extra fields may add to its step event.
-_STEP_FIELDS = ("exit_code", "timed_out", "oom_killed", "revision", "forged_audit_records")
 
 
 class TrainFailEnv(gymnasium.Env[str, str]):
@@ -129,13 +100,20 @@ class TrainFailEnv(gymnasium.Env[str, str]):
         self._run_dir_arg = Path(run_dir) if run_dir is not None else None
         self._runs_root = Path(runs_root) if runs_root is not None else episodes_dir()
         self._runtime: Runtime | None = None
-        self._episode: _Episode | None = None
+        self._episode: EpisodeState | None = None
         self._last_observation = ""
         self._reward_status = "not-ended"
         self.observation_space = text.observation_space()
         self.action_space = text.action_space()
         workspace = "/workspace" if self.backend != "process" else "the workspace directory"
         self.tool_specs = tool_specs(workspace, self.pool.describe(), self.limits.output_bytes)
+        self._tools = ToolHandlers(
+            arm=self.arm,
+            pool=self.pool,
+            limits=self.limits,
+            workspace_exclude=case.workspace_exclude,
+            finish=self._finish,
+        )
 
     # -- Gymnasium API ----------------------------------------------------------------------
 
@@ -175,7 +153,7 @@ class TrainFailEnv(gymnasium.Env[str, str]):
         observation = self._observe(self._first_observation())
         return observation, {**self._info(tool=None, error=False), "run_dir": str(run_dir)}
 
-    def _open_episode(self, run_dir: Path, workspace: Path, started: float) -> _Episode:
+    def _open_episode(self, run_dir: Path, workspace: Path, started: float) -> EpisodeState:
         revisions = RevisionLog(run_dir)
         watch = self._new_watch()
         try:
@@ -184,7 +162,7 @@ class TrainFailEnv(gymnasium.Env[str, str]):
             if watch is not None:
                 watch.close()
             raise
-        self._episode = _Episode(
+        self._episode = EpisodeState(
             run_dir=run_dir,
             ledger=Ledger(run_dir / "ledger.jsonl"),
             revisions=revisions,
@@ -265,8 +243,8 @@ class TrainFailEnv(gymnasium.Env[str, str]):
         extra: dict[str, Any] = {}
         try:
             call = parse_action(action, self.tool_specs)
-            self._watch(call)
-            output, extra = self._dispatch(call)
+            self._tools.watch_call(episode, call)
+            output, extra = self._tools.dispatch(episode, call)
         except ToolError as exc:
             output, error = f"error: {exc}", True
         except SandboxLostError as exc:
@@ -292,9 +270,9 @@ class TrainFailEnv(gymnasium.Env[str, str]):
             start=started,
             end=ended,
             status="error" if error else "ok",
-            **{k: v for k, v in extra.items() if k in _STEP_FIELDS},
+            **{k: v for k, v in extra.items() if k in STEP_FIELDS},
         )
-        if call is not None and call.tool in ("shell", "write_file", "edit_file", "run_job") and not episode.done:
+        if call is not None and call.tool in WRITING_TOOLS and not episode.done:
             self._checkpoint()
         terminated = episode.done
         truncated = False
@@ -387,119 +365,6 @@ class TrainFailEnv(gymnasium.Env[str, str]):
         if self._runtime is None:
             self._runtime = find_runtime(self.arm.name)
         return self._runtime
-
-    # -- tools ------------------------------------------------------------------------------
-
-    def _dispatch(self, call: ToolCall) -> tuple[str, dict[str, Any]]:
-        episode = self._require_episode()
-        args = call.arguments
-        handlers: dict[str, Callable[[], tuple[str, dict[str, Any]]]] = {
-            "shell": lambda: self._shell(args["command"], args.get("timeout_s", DEFAULT_SHELL_TIMEOUT_S)),
-            "run_job": lambda: self._run_job(
-                args["command"], args["devices"], args.get("timeout_s", DEFAULT_JOB_TIMEOUT_S)
-            ),
-            "read_file": lambda: (
-                episode.files.read(args["path"], args.get("start_line"), args.get("end_line")),
-                {},
-            ),
-            "write_file": lambda: (episode.files.write(args["path"], args["content"]), {}),
-            "edit_file": lambda: (
-                episode.files.edit(args["path"], args["old_text"], args["new_text"], args.get("replace_all", False)),
-                {},
-            ),
-            "list_files": lambda: (
-                episode.files.listing(args.get("path", "."), args.get("max_depth", 3)),
-                {},
-            ),
-            "submit": self._submit,
-            "finish": lambda: self._finish_tool(args.get("summary", "")),
-        }
-        if call.tool in ("read_file", "write_file", "edit_file", "list_files"):
-            episode.sandbox.check_alive()
-        return handlers[call.tool]()
-
-    def _shell(self, command: str, timeout_s: int) -> tuple[str, dict[str, Any]]:
-        result = self._exec(command, timeout_s, "shell")
-        return _format_exec(result, timeout_s, self.limits), _exec_fields(result)
-
-    def _exec(
-        self, command: str, timeout_s: int, tool: str, assigned: Sequence[Device] = (), **context: Any
-    ) -> ExecResult:
-        """Run ``command`` in the sandbox; what the host's watch and the arm's hooks saw of it goes
-        to the ledger as ``audit`` events of this step."""
-        episode = self._require_episode()
-        watch = episode.watch
-        if watch is not None:
-            watch.begin()
-        try:
-            result = episode.sandbox.exec(["bash", "-c", command], timeout_s=timeout_s, devices=assigned)
-        finally:
-            for report in watch.collect() if watch is not None else ():
-                self._audit_event("watch", report, tool, **context)
-        for report in result.audit:
-            self._audit_event("hook", report, tool, **context)
-        return result
-
-    def _audit_event(self, source: str, report: Mapping[str, Any], tool: str, **context: Any) -> None:
-        """One ``audit`` event: a report about the step in progress, never read as any other kind.
-
-        ``source`` says who saw it: ``watch`` (the host's inotify watch), ``hook`` (the arm's hooks
-        inside the sandbox, over the audit channel; schema-checked, yet forgeable) or ``call`` (the
-        host's scan of the tool call itself)."""
-        episode = self._require_episode()
-        episode.ledger.append("audit", step=episode.steps + 1, tool=tool, source=source, report=dict(report), **context)
-
-    def _watch(self, call: ToolCall) -> None:
-        """Record tool calls that name a tool the arm withholds (reimplementation cannot be
-        blocked, only seen: commands, and text written into the workspace)."""
-        if not self.arm.watched_words:
-            return
-        texts = {key: value for key, value in call.arguments.items() if isinstance(value, str)}
-        for key, value in texts.items():
-            lowered = value.lower()
-            for word in self.arm.watched_words:
-                if word in lowered:
-                    where = texts.get("path", "") if key in ("content", "new_text") else ""
-                    report = {"type": "mention", "argument": key, "word": word, "path": where[:300]}
-                    self._audit_event("call", report, call.tool)
-
-    def _run_job(self, command: str, devices: int, timeout_s: int) -> tuple[str, dict[str, Any]]:
-        episode = self._require_episode()
-        lease = self.pool.acquire(devices)
-        try:
-            result = self._exec(command, timeout_s, "run_job", lease.devices, devices=len(lease.devices))
-        finally:
-            lease.release()
-            episode.device_seconds += lease.device_seconds
-            episode.queue_wait_s += lease.queue_wait_s
-            episode.ledger.append(
-                "device",
-                role="solver",
-                kind=self.pool.kind,
-                devices=len(lease.devices),
-                ids=[d.index for d in lease.devices],
-                queued_at=lease.queued_at,
-                started_at=lease.started_at,
-                released_at=lease.released_at,
-                device_seconds=lease.device_seconds,
-            )
-        noun = "GPU" if self.pool.kind == "gpu" else "CPU rank"
-        header = f"job ran on {len(lease.devices)} {noun}{'s' if len(lease.devices) != 1 else ''}\n"
-        return header + _format_exec(result, timeout_s, self.limits), _exec_fields(result)
-
-    def _submit(self) -> tuple[str, dict[str, Any]]:
-        episode = self._require_episode()
-        episode.sandbox.check_alive()
-        number, tree = episode.revisions.record(episode.sandbox.host_workspace, self.case.workspace_exclude)
-        episode.last_revision = number
-        episode.ledger.append("submit", revision=number, tree=tree.digest, files=len(tree.entries))
-        return f"revision {number} recorded", {"revision": number}
-
-    def _finish_tool(self, summary: str) -> tuple[str, dict[str, Any]]:
-        self._finish("finish", summary=summary)
-        last = self._require_episode().last_revision
-        note = f"revision {last} is the final revision" if last else "no revision was submitted"
-        return f"episode finished; {note}", {}
 
     # -- episode lifecycle ------------------------------------------------------------------
 
@@ -667,7 +532,7 @@ class TrainFailEnv(gymnasium.Env[str, str]):
         episode.ledger.close()
         self._episode = None
 
-    def _require_episode(self) -> _Episode:
+    def _require_episode(self) -> EpisodeState:
         if self._episode is None:
             raise gymnasium.error.ResetNeeded("call reset() before step()")
         return self._episode
@@ -743,36 +608,6 @@ def _override_budgets(base: Budgets, overrides: Mapping[str, float]) -> Budgets:
         tokens=int(overrides.get("tokens", base.tokens)),
         disk_mb=int(overrides.get("disk_mb", base.disk_mb)),
     )
-
-
-def _format_exec(result: Any, timeout_s: float, limits: Limits) -> str:
-    if result.timed_out:
-        status = f"killed: timed out after {timeout_s:.0f} s (the whole process tree was stopped)"
-    elif result.oom_killed:
-        limit = f"{limits.memory_bytes / 2**30:.0f} GiB" if limits.memory_bytes else "the host's"
-        status = f"killed: out of memory (limit {limit}); exit code {result.exit_code}"
-    elif (sig := result.killed_by) is not None and result.exit_code not in (None, 0, 1, 2):
-        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-        status = f"exit code {result.exit_code} (killed by {name})"
-    else:
-        status = f"exit code {result.exit_code}"
-    parts = [status]
-    if result.stdout:
-        parts.append("--- stdout ---\n" + result.stdout.rstrip("\n"))
-    if result.stderr:
-        parts.append("--- stderr ---\n" + result.stderr.rstrip("\n"))
-    return "\n".join(parts)
-
-
-def _exec_fields(result: ExecResult) -> dict[str, Any]:
-    fields: dict[str, Any] = {
-        "exit_code": result.exit_code,
-        "timed_out": result.timed_out,
-        "oom_killed": result.oom_killed,
-    }
-    if result.audit_rejected:  # lines on the audit channel that were not a valid record: dropped
-        fields["forged_audit_records"] = result.audit_rejected
-    return fields
 
 
 def _preview(action: object, limit: int = 500) -> str:

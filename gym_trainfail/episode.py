@@ -10,21 +10,21 @@ at any time without re-running the episode.
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gym_trainfail.agents import Agent, load_agent
+from gym_trainfail.agent import Agent, load_agent
 from gym_trainfail.cases import CaseSpec, load_case
 from gym_trainfail.diagnosis.judges import Judge
 from gym_trainfail.diagnosis.milestones import diagnose
 from gym_trainfail.env import TrainFailEnv
 from gym_trainfail.errors import TrainFailError, UnknownCaseError
-from gym_trainfail.grading import FirstValid, Grader, Receipt, ScenarioOutcome, first_valid, write_json
+from gym_trainfail.files import write_json
+from gym_trainfail.grading import FirstValid, Grader, Receipt, ScenarioOutcome, first_valid
 from gym_trainfail.ledger import Summary, iter_kind, read_events, summarize
 from gym_trainfail.registry import get_case
 from gym_trainfail.revisions import RevisionLog
@@ -251,13 +251,3 @@ def episode_case(meta: dict[str, Any]) -> CaseSpec:
         if meta.get("case_root") and Path(meta["case_root"], "case.toml").exists():
             return load_case(Path(meta["case_root"]))
         raise
-
-
-def discard_run(run_dir: Path) -> None:
-    """Remove an episode's run directory."""
-    shutil.rmtree(run_dir, ignore_errors=True)
-
-
-def summary_dict(summary: Summary) -> dict[str, Any]:
-    """A :class:`Summary` as plain data (for ``--json``)."""
-    return asdict(summary) | {"total_tokens": summary.total_tokens}

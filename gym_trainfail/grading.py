@@ -34,7 +34,6 @@ import math
 import os
 import shutil
 import stat
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -46,6 +45,7 @@ from typing import Any, Literal
 from gym_trainfail.cases import CaseSpec, Scenario
 from gym_trainfail.devices import DevicePool, Lease
 from gym_trainfail.errors import GradingError
+from gym_trainfail.files import read_json_object, write_json
 from gym_trainfail.hashing import bytes_digest, tree_digest
 from gym_trainfail.paths import home, receipts_dir
 from gym_trainfail.revisions import ALWAYS_EXCLUDED
@@ -795,60 +795,3 @@ def _total_s(outcome: dict[str, Any] | None) -> float:
     if not _is_number(value) or not math.isfinite(value):
         return 0.0
     return min(max(float(value), 0.0), 1e7)
-
-
-def read_json_object(path: Path, max_bytes: int = 8 << 20) -> dict[str, Any] | None:
-    """The JSON object in ``path``, or ``None`` when it is absent, not a regular file, larger
-    than ``max_bytes``, unreadable or not an object. Never blocks on a FIFO, never follows a link."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            raw = handle.read(max_bytes + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically (temp file, then rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    partial.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
-    os.replace(partial, path)
-
-
-def apply_patch(workspace: Path, patch: Path) -> None:
-    """Apply a unified diff (``a/…``/``b/…`` paths) to ``workspace`` in place."""
-    result = subprocess.run(
-        [
-            "patch",
-            "-p1",
-            "--forward",
-            "--batch",
-            "--no-backup-if-mismatch",
-            "-d",
-            str(workspace),
-            "-i",
-            str(patch.resolve()),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise GradingError(f"{patch} does not apply to {workspace}: {result.stdout.strip()} {result.stderr.strip()}")
-    with contextlib.suppress(FileNotFoundError):
-        for orig in workspace.rglob("*.orig"):
-            orig.unlink()

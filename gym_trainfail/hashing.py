@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import functools
 import hashlib
 import json
 import os
+import re
 import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -75,14 +77,22 @@ def bytes_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _matches(relative: str, patterns: Iterable[str]) -> bool:
-    parts = relative.split("/")
-    for pattern in patterns:
-        if fnmatch.fnmatch(relative, pattern) or any(fnmatch.fnmatch(part, pattern) for part in parts):
-            return True
-        if relative == pattern or relative.startswith(pattern.rstrip("/") + "/"):
-            return True
-    return False
+@functools.lru_cache(maxsize=64)
+def _exclusion(patterns: tuple[str, ...]) -> tuple[re.Pattern[str] | None, tuple[str, ...]]:
+    """``patterns`` compiled once: one regex of every glob (``fnmatch`` semantics, POSIX case) and
+    the folder prefixes they name. A walk matches every file against them: this is per-step work."""
+    if not patterns:
+        return None, ()
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns)), tuple(p.rstrip("/") + "/" for p in patterns)
+
+
+def _matches(relative: str, patterns: tuple[str, ...]) -> bool:
+    regex, prefixes = _exclusion(patterns)
+    if regex is None:
+        return False
+    if regex.match(relative) or any(regex.match(part) for part in relative.split("/")):
+        return True
+    return relative in patterns or relative.startswith(prefixes)
 
 
 def walk_tree(

@@ -36,17 +36,25 @@ def episodes_dir() -> Path:
     return home() / "episodes"
 
 
+#: Where a built wheel carries the in-tree data (``envs/``, ``containers/``): package data
+#: copied in at build time by ``setup.py`` (never present in a source checkout).
+PACKAGED_DATA = Path(__file__).resolve().parent / "_builtin"
+
+
+def _data_dir(name: str) -> Path:
+    """``name`` (``envs`` or ``containers``): the installed package's copy when it has one (a
+    wheel install), else the checkout's folder (editable install, tests, the image builder)."""
+    packaged = PACKAGED_DATA / name
+    if packaged.is_dir():
+        return packaged
+    return SOURCE_ROOT / name
+
+
 def builtin_cases_dir() -> Path:
-    """The in-tree cases: ``envs/`` in a source checkout, a packaged copy otherwise."""
-    source = SOURCE_ROOT / "envs"
-    if source.is_dir():
-        return source
-    return Path(__file__).resolve().parent / "_builtin" / "envs"
+    """The in-tree cases: the packaged copy in an installed wheel, ``envs/`` in a checkout."""
+    return _data_dir("envs")
 
 
 def containers_dir() -> Path:
-    """Runtime requirement sets and Dockerfiles: ``containers/`` or its packaged copy."""
-    source = SOURCE_ROOT / "containers"
-    if source.is_dir():
-        return source
-    return Path(__file__).resolve().parent / "_builtin" / "containers"
+    """Runtime requirement sets, locks and Dockerfiles: the packaged copy or ``containers/``."""
+    return _data_dir("containers")

@@ -27,7 +27,8 @@ from pathlib import Path
 from gym_trainfail.cases import CaseSpec
 from gym_trainfail.diagnosis.fixtures import FixtureCheck, check_fixtures
 from gym_trainfail.diagnosis.judges import Judge, RubricJudge
-from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome, apply_patch
+from gym_trainfail.files import apply_patch
+from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome
 from gym_trainfail.hashing import walk_tree
 from gym_trainfail.tools import tool_specs
 

@@ -1,22 +1,37 @@
 """Case runtimes: the Python environment a case runs in, one per arm, built once.
 
-A runtime is a virtual environment built from the arm's requirement set in ``containers/``.
-Its folder name carries a content hash of its inputs (interpreter version, requirement files,
-build hooks, blocker), so a changed input builds a new runtime and an unchanged one is reused.
-Sandboxes mount it read-only at the same path (console-script shebangs hold that path).
+A runtime is a virtual environment built from the arm's **lock**: every package of the arm's
+requirement set in ``containers/runtime/`` resolved once to an exact version and the sha256 of
+the one artifact installed on this platform (``requirements-<arm>-<variant>.lock``, committed;
+``trainfail runtimes lock`` refreshes it). It is installed with ``pip install --require-hashes
+--no-deps``, so two machines that build the same lock hold the same bytes.
+
+Its folder name carries a content hash of its inputs (the lock, the accelerator variant, the
+interpreter version, build hooks, blocker), so a changed input builds a new runtime and an
+unchanged one is reused; grading receipts are keyed by that hash too. Sandboxes mount it
+read-only at the same path (console-script shebangs hold that path).
+
+The accelerator **variant** (``$TRAINFAIL_RUNTIME_VARIANT``) is part of both the lock's name
+and the runtime's hash. Today only ``cpu`` exists (torch's CPU build); a ``cuda`` variant would
+be a lock of its own, hence a different runtime.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +39,17 @@ from pathlib import Path
 from gym_trainfail.arms import Arm, get_arm
 from gym_trainfail.errors import RuntimeMissingError, TrainFailError
 from gym_trainfail.hashing import bytes_digest
-from gym_trainfail.paths import containers_dir, runtimes_dir
+from gym_trainfail.paths import containers_dir, home, runtimes_dir
 
 #: Bump when the build procedure changes in a way the inputs do not show.
-BUILD_SCHEMA = "4"
+BUILD_SCHEMA = "5"
+#: Accelerator variants a runtime can be built for, each from its own lock.
+VARIANTS = ("cpu",)
+DEFAULT_VARIANT = "cpu"
+VARIANT_ENV = "TRAINFAIL_RUNTIME_VARIANT"
+#: What an sdist in a lock needs to build offline (pip's default for projects without
+#: ``pyproject.toml``); pinned in the lock's header for the Docker image's wheelhouse.
+SDIST_BUILD_TOOLS = ("setuptools>=40.8.0", "wheel")
 COMPLETE_MARKER = ".complete"
 BLOCKER_MODULE = "_trainfail_blocker.py"
 BLOCKER_PTH = "_trainfail_blocker.pth"
@@ -54,6 +76,7 @@ class Runtime:
     digest: str
     base_prefix: Path
     python_version: str
+    variant: str = DEFAULT_VARIANT
 
     @property
     def venv(self) -> Path:
@@ -171,13 +194,26 @@ def decoy_source() -> str:
     return (containers_dir() / "runtime" / "blocker" / DECOY_MODULE).read_text()
 
 
-def runtime_digest(arm: Arm, python_version: str) -> str:
-    """Content hash of everything a runtime is built from."""
+def runtime_variant() -> str:
+    """The accelerator variant runtimes are built for: ``$TRAINFAIL_RUNTIME_VARIANT`` or ``cpu``."""
+    variant = os.environ.get(VARIANT_ENV) or DEFAULT_VARIANT
+    if variant not in VARIANTS:
+        raise TrainFailError(f"{VARIANT_ENV}={variant!r} is not a runtime variant; known: {', '.join(VARIANTS)}")
+    return variant
+
+
+def runtime_digest(arm: Arm, python_version: str, variant: str | None = None) -> str:
+    """Content hash of everything a runtime is built from: the lock (every pin and artifact
+    hash), the accelerator variant, the Python version, the build hooks and the arm's hooks."""
+    variant = variant or runtime_variant()
+    lock = lock_path(arm, variant)
     parts = [
         f"schema={BUILD_SCHEMA}",
         f"python={python_version}",
+        f"variant={variant}",
         f"arm={arm.name}",
         *resolve_requirements(arm.requirements_file),
+        f"lock={bytes_digest(lock.read_bytes()) if lock.is_file() else 'missing'}",
         *(f"{p.name}:{bytes_digest(p.read_bytes())}" for p in postbuild_scripts()),
     ]
     parts.extend(f"{k}:{bytes_digest(v.encode())}" for k, v in sorted(arm_hooks(arm).items()))
@@ -202,8 +238,230 @@ def find_runtime(arm_name: str) -> Runtime:
             f"the {arm.name!r} runtime is not built (expected {root}); run "
             f"`trainfail runtimes build --arm {arm.name}` (a few minutes, once)"
         )
-    base_prefix = Path(json.loads((root / "runtime.json").read_text())["base_prefix"])
-    return Runtime(arm=arm.name, root=root, digest=digest, base_prefix=base_prefix, python_version=version)
+    meta = json.loads((root / "runtime.json").read_text())
+    return Runtime(
+        arm=arm.name,
+        root=root,
+        digest=digest,
+        base_prefix=Path(meta["base_prefix"]),
+        python_version=version,
+        variant=str(meta.get("variant", runtime_variant())),
+    )
+
+
+# -- locks -------------------------------------------------------------------------------------
+
+
+def lock_path(arm: Arm, variant: str | None = None) -> Path:
+    """The committed lock of an arm's runtime for one accelerator variant."""
+    return containers_dir() / "runtime" / f"requirements-{arm.name}-{variant or runtime_variant()}.lock"
+
+
+def platform_tag() -> str:
+    """The platform a lock's artifacts are for (wheels differ by OS and CPU architecture)."""
+    return f"{sys.platform}_{platform.machine()}"
+
+
+def lock_inputs(arm: Arm, python_version: str, variant: str) -> str:
+    """Digest of what a lock is resolved from; a lock whose header says otherwise is stale."""
+    parts = [f"python={python_version}", f"variant={variant}", f"platform={platform_tag()}"]
+    return bytes_digest("\n".join([*parts, *resolve_requirements(arm.requirements_file)]).encode())
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One locked package: ``name==version`` and the sha256 of its artifacts."""
+
+    name: str
+    version: str
+    hashes: tuple[str, ...]
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.name}=={self.version}"
+
+    def lines(self) -> str:
+        return " \\\n".join([self.requirement, *(f"    --hash=sha256:{h}" for h in self.hashes)])
+
+
+@dataclass(frozen=True)
+class Lock:
+    """A parsed lock file: its header fields, its pins, and the pinned sdist build tools."""
+
+    path: Path
+    fields: dict[str, str]
+    pins: tuple[Pin, ...]
+    build_tools: tuple[Pin, ...]
+
+
+_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)((?:\s+--hash=sha256:[0-9a-f]{64})+)\s*$")
+
+
+def read_lock(path: Path) -> Lock:
+    """Parse a lock written by :func:`write_lock` (continuation lines joined)."""
+    fields: dict[str, str] = {}
+    pins: list[Pin] = []
+    tools: list[Pin] = []
+    text = path.read_text().replace("\\\n", " ")
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith("#"):
+            body = line.lstrip("#").strip()
+            key, sep, value = body.partition(":")
+            if sep and key == "build-tool":
+                tool = _parse_pin(value.strip(), path)
+                tools.append(tool)
+            elif sep and re.fullmatch(r"[a-z-]+", key):
+                fields[key] = value.strip()
+            continue
+        pins.append(_parse_pin(line, path))
+    return Lock(path=path, fields=fields, pins=tuple(pins), build_tools=tuple(tools))
+
+
+def _parse_pin(line: str, path: Path) -> Pin:
+    match = _PIN.match(line)
+    if match is None:
+        raise TrainFailError(f"{path}: not a hashed pin: {line[:120]!r}; refresh it with `trainfail runtimes lock`")
+    hashes = tuple(re.findall(r"--hash=sha256:([0-9a-f]{64})", match.group(3)))
+    return Pin(match.group(1), match.group(2), hashes)
+
+
+def write_lock(path: Path, arm: Arm, python_version: str, variant: str, pins: list[Pin], tools: list[Pin]) -> None:
+    """Write a lock: a header (what it was resolved from) and one hashed pin per package."""
+    header = [
+        f"# The locked {arm.name} runtime: every package of {arm.requirements} resolved to one version",
+        "# and the sha256 of the artifact pip installs on this platform. Installed with",
+        "# `pip install --require-hashes --no-deps`. Made by `trainfail runtimes lock "
+        f"--arm {arm.name}`; do not edit by hand.",
+        f"# inputs: {lock_inputs(arm, python_version, variant)}",
+        f"# python: {python_version}",
+        f"# platform: {platform_tag()}",
+        f"# variant: {variant}",
+    ]
+    if tools:
+        header.append("# What the sdists below need to build offline (the Docker image's wheelhouse):")
+        header.extend(f"# build-tool: {tool.requirement} --hash=sha256:{tool.hashes[0]}" for tool in tools)
+    body = [pin.lines() for pin in sorted(pins, key=lambda p: _normalize(p.name))]
+    path.write_text("\n".join([*header, *body]) + "\n")
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def check_lock(arm: Arm, python_version: str, variant: str) -> Lock:
+    """The arm's lock, refused with what to do when it is missing or stale."""
+    path = lock_path(arm, variant)
+    remedy = f"run `trainfail runtimes lock --arm {arm.name}` (resolves with pip, about a minute) and commit it"
+    if not path.is_file():
+        raise TrainFailError(f"the {arm.name!r} runtime has no lock for variant {variant!r} ({path}); {remedy}")
+    lock = read_lock(path)
+    if lock.fields.get("inputs") != lock_inputs(arm, python_version, variant):
+        made = ", ".join(f"{k} {lock.fields.get(k, '?')}" for k in ("python", "platform", "variant"))
+        raise TrainFailError(
+            f"{path} is stale: it was resolved for {made} from another {arm.requirements}, not for "
+            f"python {python_version}, platform {platform_tag()}, variant {variant} and the current "
+            f"requirement set; {remedy}"
+        )
+    if not lock.pins:
+        raise TrainFailError(f"{path} pins nothing; {remedy}")
+    return lock
+
+
+def lock_runtime(arm_name: str, *, progress: Progress = lambda _: None) -> Path:
+    """Resolve the arm's requirement set with pip (a dry run in a scratch venv of the runtime's
+    interpreter) and write its lock: every transitive pin with its artifact's sha256."""
+    arm = get_arm(arm_name)
+    variant = runtime_variant()
+    python = base_interpreter()
+    version, _ = _interpreter_facts(python)
+    scratch_parent = home() / "tmp"
+    scratch_parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="trainfail-lock-", dir=scratch_parent) as scratch:
+        venv = Path(scratch) / "venv"
+        log = Path(scratch) / "lock.log"
+        progress(f"resolving {arm.requirements} with pip (python {version}, variant {variant})")
+        _run([str(python), "-m", "venv", str(venv)], log)
+        pins, sdists = _resolve(venv / "bin" / "python", ["-r", str(arm.requirements_file)], Path(scratch), log)
+        tools: list[Pin] = []
+        if sdists:
+            progress(f"pinning the build tools of {', '.join(sdists)} (built from sdists)")
+            tools, _ = _resolve(venv / "bin" / "python", list(SDIST_BUILD_TOOLS), Path(scratch), log)
+    _check_variant(pins, variant, arm)
+    path = lock_path(arm, variant)
+    write_lock(path, arm, version, variant, pins, tools)
+    progress(f"{path.name}: {len(pins)} packages pinned with hashes")
+    return path
+
+
+def _resolve(python: Path, requirements: list[str], scratch: Path, log: Path) -> tuple[list[Pin], list[str]]:
+    """pip's resolution of ``requirements`` (``install --dry-run --report``), as hashed pins,
+    with the names of the packages whose artifact is an sdist."""
+    report = scratch / f"report-{len(list(scratch.glob('report-*')))}.json"
+    _run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--no-input",
+            "--dry-run",
+            "--ignore-installed",
+            "--quiet",
+            "--report",
+            str(report),
+            *requirements,
+        ],
+        log,
+        extra_env={"DS_BUILD_OPS": "0", "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+    )
+    pins, sdists = [], []
+    for item in json.loads(report.read_text())["install"]:
+        name, version = item["metadata"]["name"], item["metadata"]["version"]
+        info = item.get("download_info") or {}
+        url = str(info.get("url", ""))
+        if "archive_info" not in info:
+            where = url or "a local folder"
+            raise TrainFailError(f"{name} resolved to {where}, not a released artifact; pin a release")
+        pins.append(Pin(name, version, (_artifact_sha256(info, url),)))
+        if not urllib.parse.urlparse(url).path.endswith(".whl"):
+            sdists.append(name)
+    return pins, sdists
+
+
+def _artifact_sha256(info: dict[str, object], url: str) -> str:
+    archive = info.get("archive_info")
+    hashes = archive.get("hashes") if isinstance(archive, dict) else None
+    if isinstance(hashes, dict) and "sha256" in hashes:
+        return str(hashes["sha256"])
+    digest = hashlib.sha256()
+    parsed = urllib.parse.urlparse(url)
+    if parsed.scheme == "file":
+        with open(urllib.request.url2pathname(parsed.path), "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    else:
+        with urllib.request.urlopen(url, timeout=300) as response:  # noqa: S310 - pip's own URL
+            for chunk in iter(lambda: response.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _check_variant(pins: list[Pin], variant: str, arm: Arm) -> None:
+    """A ``cpu`` lock must hold torch's CPU build: no CUDA libraries, a ``+cpu`` torch."""
+    if variant != "cpu":
+        return
+    cuda = sorted(p.name for p in pins if _normalize(p.name).startswith(("nvidia-", "triton")))
+    torch = [p for p in pins if _normalize(p.name) == "torch"]
+    if cuda or (torch and "+cpu" not in torch[0].version):
+        found = f"torch {torch[0].version}" if torch else "no torch"
+        raise TrainFailError(
+            f"pip resolved {arm.requirements} to a CUDA build ({found}; {', '.join(cuda) or 'no CUDA packages'}), "
+            "not the CPU build the 'cpu' variant needs; make torch's CPU wheel reachable (e.g. "
+            "PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu) and lock again"
+        )
 
 
 Progress = Callable[[str], None]
@@ -213,7 +471,9 @@ def build_runtime(arm_name: str, *, progress: Progress = lambda _: None, force: 
     """Build (or reuse) the runtime of an arm. Safe against concurrent builders."""
     arm = get_arm(arm_name)
     python = base_interpreter()
+    variant = runtime_variant()
     root, digest, version, base_prefix = runtime_root(arm, python)
+    lock = check_lock(arm, version, variant)
     root.parent.mkdir(parents=True, exist_ok=True)
     with _locked(root.with_name(root.name + ".lock")):
         if (root / COMPLETE_MARKER).exists() and not force:
@@ -222,12 +482,14 @@ def build_runtime(arm_name: str, *, progress: Progress = lambda _: None, force: 
         if root.exists():
             shutil.rmtree(root)
         root.mkdir()
-        runtime = Runtime(arm=arm.name, root=root, digest=digest, base_prefix=base_prefix, python_version=version)
+        runtime = Runtime(
+            arm=arm.name, root=root, digest=digest, base_prefix=base_prefix, python_version=version, variant=variant
+        )
         log = root / "build.log"
         started = time.monotonic()
         progress(f"creating virtual environment with {python}")
         _run([str(python), "-m", "venv", str(runtime.venv)], log)
-        progress(f"installing {arm.requirements_file.name} (pip; torch is the CPU build)")
+        progress(f"installing {lock.path.name} ({len(lock.pins)} packages, hash-checked; torch is the CPU build)")
         _run(
             [
                 str(runtime.python),
@@ -235,8 +497,10 @@ def build_runtime(arm_name: str, *, progress: Progress = lambda _: None, force: 
                 "pip",
                 "install",
                 "--no-input",
+                "--require-hashes",
+                "--no-deps",
                 "-r",
-                str(arm.requirements_file),
+                str(lock.path),
             ],
             log,
             extra_env={"DS_BUILD_OPS": "0", "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
@@ -259,6 +523,8 @@ def build_runtime(arm_name: str, *, progress: Progress = lambda _: None, force: 
             "arm": arm.name,
             "digest": digest,
             "python": version,
+            "variant": variant,
+            "lock": f"{lock.path.name} {bytes_digest(lock.path.read_bytes())}",
             "base_prefix": str(base_prefix),
             "packages": freeze,
             "build_seconds": round(time.monotonic() - started, 1),

@@ -20,19 +20,19 @@ from typing import Any, NoReturn
 
 import pytest
 
-from gym_trainfail.agents import load_agent
+from gym_trainfail.agent import load_agent
 from gym_trainfail.arms import audit_category
 from gym_trainfail.cases import CaseSpec
 from gym_trainfail.env import TrainFailEnv
 from gym_trainfail.episode import run_episode
 from gym_trainfail.errors import SandboxUnavailableError
 from gym_trainfail.grading import Grader, Receipt
-from gym_trainfail.images import build_image
 from gym_trainfail.ledger import read_events
 from gym_trainfail.registry import get_case
 from gym_trainfail.revisions import RevisionLog
 from gym_trainfail.runtimes import TRAINCHECK_COMMANDS, Runtime, build_runtime
 from gym_trainfail.sandbox.docker_engine import connect
+from gym_trainfail.sandbox.docker_image import build_image
 
 BACKENDS = ["bwrap", pytest.param("docker", marks=pytest.mark.docker)]
 BLOCKED = "TrainCheck is not available in this evaluation arm (control)"

@@ -36,7 +36,8 @@ from gym_trainfail.batch.worker import execute_attempt
 from gym_trainfail.cases import CaseSpec, load_case
 from gym_trainfail.cli import main
 from gym_trainfail.errors import SandboxUnavailableError, TrainFailError
-from gym_trainfail.grading import Grader, apply_patch
+from gym_trainfail.files import apply_patch
+from gym_trainfail.grading import Grader
 from gym_trainfail.runtimes import Runtime
 from tests.batch_support import REPO, register_chaos_agent
 from tests.conftest import ECHO_CASE, make_echo_group_case

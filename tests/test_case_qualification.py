@@ -14,7 +14,8 @@ import pytest
 
 from gym_trainfail import get_case
 from gym_trainfail.cases import CaseSpec
-from gym_trainfail.grading import Grader, ScenarioOutcome, apply_patch
+from gym_trainfail.files import apply_patch
+from gym_trainfail.grading import Grader, ScenarioOutcome
 from gym_trainfail.qualify import Qualification, qualify
 from gym_trainfail.runtimes import Runtime
 

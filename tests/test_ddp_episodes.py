@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gym_trainfail import get_case
-from gym_trainfail.agents import load_agent
+from gym_trainfail.agent import load_agent
 from gym_trainfail.cli import main
 from gym_trainfail.episode import grade_run, run_episode
 from gym_trainfail.ledger import read_events

@@ -27,7 +27,8 @@ from gym_trainfail.batch import (
     write_plan,
 )
 from gym_trainfail.batch.status import Attempt, EpisodeStatus, write_status
-from gym_trainfail.grading import Receipt, write_json
+from gym_trainfail.files import write_json
+from gym_trainfail.grading import Receipt
 from gym_trainfail.leaderboard import load_batch, milestone_rows, paired_rows, render_leaderboard, summary_rows
 from gym_trainfail.leaderboard.milestone_columns import ENGAGEMENT_LEVELS, MILESTONES
 from gym_trainfail.leaderboard.plots import milestone_plot

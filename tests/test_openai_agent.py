@@ -24,7 +24,6 @@ from gym_trainfail.env import read_transcript
 from gym_trainfail.episode import EpisodeResult, resume_episode, run_episode
 from gym_trainfail.errors import TrainFailError
 from gym_trainfail.ledger import Summary, iter_kind, read_events, summarize
-from gym_trainfail.registry import get_case
 from gym_trainfail.runtimes import Runtime
 from trainfail_agents import checkpoint, prompts
 from trainfail_agents.checkpoint import Conversation
@@ -38,7 +37,6 @@ from trainfail_agents.fake_openai import (
     Turn,
     call,
     hang,
-    repair_turns,
     turn,
 )
 from trainfail_agents.openai_agent import OPTIONS, OpenAIAgent
@@ -252,7 +250,7 @@ CHILD = textwrap.dedent(
     """
     import json, sys
     from pathlib import Path
-    from gym_trainfail.agents import load_agent
+    from gym_trainfail.agent import load_agent
     from gym_trainfail.cases import load_case
     from gym_trainfail.episode import run_episode
 
@@ -306,24 +304,6 @@ def test_killed_loop_resumes_without_repeating_device_work(
     totals = server.usage_totals()
     assert (resumed.summary.input_tokens, resumed.summary.output_tokens) == (totals["input"], totals["output"])
     assert_key_absent(run_dir)
-
-
-@pytest.mark.slow
-def test_real_loop_repairs_ddp_token_average(
-    runtime: Runtime, bwrap_usable: None, api_key: str, tmp_path: Path
-) -> None:
-    case = get_case("TrainFail/DDPTokenAverage-v0")
-    script = repair_turns(repaired_files(case), case.check_command, case.topology.devices_per_job)
-    with FakeOpenAIServer(script, api_key=KEY) as server:
-        result = play(case, tmp_path / "run", server)
-    assert (result.reward, result.reward_status) == (1.0, "graded")
-    summary, totals = result.summary, server.usage_totals()
-    assert (summary.input_tokens, summary.output_tokens, summary.cached_input_tokens) == (
-        totals["input"],
-        totals["output"],
-        totals["cached_input"],
-    )
-    assert len(list(iter_kind(read_events(result.run_dir / "ledger.jsonl"), "device"))) == 1
 
 
 # -- the parts on their own ---------------------------------------------------------------------

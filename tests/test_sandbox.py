@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from gym_trainfail.sandbox import (
 )
 from gym_trainfail.sandbox.base import GiB
 from gym_trainfail.sandbox.cgroups import cgroup_support
+from tests.test_docker import control_image, docker_engine_session  # noqa: F401 - fixtures
 
 BACKENDS = ["bwrap", "process"]
 
@@ -64,13 +66,26 @@ def test_runs_in_workspace_with_runtime_and_explicit_env(sandbox: Sandbox) -> No
     assert "HF_HUB_OFFLINE=1" in env
 
 
-def test_timeout_kills_the_whole_tree(sandbox: Sandbox) -> None:
+@pytest.fixture(params=["bwrap", "process", pytest.param("docker", marks=pytest.mark.docker)])
+def every_backend(
+    request: pytest.FixtureRequest, runtime: Runtime, bwrap_usable: None, tmp_path: Path
+) -> Iterator[Sandbox]:
+    """Each backend in turn (docker only where an engine and its image are usable)."""
+    if request.param == "docker":
+        request.getfixturevalue("control_image")
+    sandbox = _sandbox(request.param, runtime, tmp_path / "ws", limits=Limits(memory_bytes=GiB, pids=256))
+    yield sandbox
+    sandbox.close()
+
+
+def test_timeout_and_leftovers_kill_the_whole_tree(every_backend: Sandbox) -> None:
     started = time.monotonic()
-    result = sandbox.exec(["bash", "-c", "sleep 300 & sleep 300 & wait"], timeout_s=1)
-    assert result.timed_out and result.exit_code is None
-    assert time.monotonic() - started < 10
-    marker = f"trainfail-orphan-{os.getpid()}"
-    sandbox.exec(["bash", "-c", f"(exec -a {marker} sleep 300) & echo started"], timeout_s=30)
+    result = every_backend.exec(["bash", "-c", "sleep 300 & sleep 300 & wait"], timeout_s=1)
+    assert result.timed_out and result.exit_code is None and time.monotonic() - started < 15
+    marker = f"trainfail-orphan-{os.getpid()}-{every_backend.backend}"
+    started = time.monotonic()
+    left = every_backend.exec(["bash", "-c", f"(exec -a {marker} sleep 300) & echo started"], timeout_s=60)
+    assert left.stdout == "started\n" and time.monotonic() - started < 10
     time.sleep(0.3)
     leftovers = [p for p in Path("/proc").glob("[0-9]*") if marker.encode() in _cmdline(p)]
     assert leftovers == [], "a background process outlived its command"

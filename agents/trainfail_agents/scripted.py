@@ -23,7 +23,7 @@ from typing import Any, cast
 
 from gym_trainfail.env import TrainFailEnv
 from gym_trainfail.errors import TrainFailError
-from gym_trainfail.grading import apply_patch
+from gym_trainfail.files import apply_patch
 from gym_trainfail.hashing import walk_tree
 from gym_trainfail.revisions import ALWAYS_EXCLUDED
 

@@ -21,7 +21,8 @@ from gym_trainfail.batch.sourcemap import source_map
 from gym_trainfail.batch.status import Attempt, EpisodeStatus, read_status
 from gym_trainfail.diagnosis.judges import Judge, RubricJudge
 from gym_trainfail.diagnosis.milestones import diagnose
-from gym_trainfail.grading import Receipt, first_valid, read_json_object, write_json
+from gym_trainfail.files import read_json_object, write_json
+from gym_trainfail.grading import Receipt, first_valid
 from gym_trainfail.hashing import bytes_digest
 from gym_trainfail.ledger import Event, iter_kind, read_events, summarize
 from gym_trainfail.revisions import RevisionLog, Tree

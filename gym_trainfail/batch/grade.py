@@ -23,7 +23,8 @@ from gym_trainfail.batch.plan import BatchPlan, PlannedEpisode
 from gym_trainfail.batch.status import read_status
 from gym_trainfail.cases import CaseSpec
 from gym_trainfail.devices import DevicePool
-from gym_trainfail.grading import Grader, Receipt, write_json
+from gym_trainfail.files import write_json
+from gym_trainfail.grading import Grader, Receipt
 from gym_trainfail.revisions import RevisionLog
 
 

@@ -14,12 +14,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gym_trainfail.agents import agent_names
+from gym_trainfail.agent import agent_names
 from gym_trainfail.arms import ARMS
 from gym_trainfail.batch.layout import RunLayout
 from gym_trainfail.cases import CaseSpec, load_case
 from gym_trainfail.errors import TrainFailError, UnknownCaseError
-from gym_trainfail.grading import write_json
+from gym_trainfail.files import write_json
 from gym_trainfail.registry import default_registry, get_case, resolve_case
 
 #: Attempts an episode gets before an infrastructure failure is final.

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from gym_trainfail.batch.layout import RunLayout
-from gym_trainfail.grading import write_json
+from gym_trainfail.files import write_json
 
 #: ``done``: the agent played to the end; ``agent-error``: the agent's code raised (the episode
 #: still counts, with what it submitted); ``infra``: not the agent's doing, retried;
@@ -97,11 +96,6 @@ def read_status(layout: RunLayout, episode: str) -> EpisodeStatus:
 
 def write_status(layout: RunLayout, status: EpisodeStatus) -> None:
     write_json(layout.status(status.episode), status.to_json())
-
-
-def read_statuses(layout: RunLayout, episodes: Iterable[str]) -> dict[str, EpisodeStatus]:
-    """Statuses of ``episodes``, by id."""
-    return {e: read_status(layout, e) for e in episodes}
 
 
 def interrupted(attempt: Attempt) -> Attempt:

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from gym_trainfail.agents import load_agent
+from gym_trainfail.agent import load_agent
 from gym_trainfail.batch.layout import RunLayout
 from gym_trainfail.batch.plan import PlannedEpisode, load_plan
 from gym_trainfail.batch.status import AttemptState
@@ -30,7 +30,7 @@ from gym_trainfail.errors import (
     SandboxLostError,
     SandboxUnavailableError,
 )
-from gym_trainfail.grading import write_json
+from gym_trainfail.files import write_json
 from gym_trainfail.ledger import iter_kind, read_events
 
 #: Failures of the machinery, not of the agent: retried, never counted against it.

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
 
+from gym_trainfail.devices import Device
 from gym_trainfail.errors import SandboxLostError
 from gym_trainfail.runtimes import Runtime
 
@@ -47,14 +48,6 @@ class Limits:
     #: Size of the sandbox's ``/tmp`` (a tmpfs, emptied after every command); at most a quarter of
     #: ``memory_bytes`` is used (see :func:`gym_trainfail.sandbox.disk.scratch_bytes`).
     tmp_bytes: int | None = GiB
-
-
-@dataclass(frozen=True)
-class Device:
-    """One allocatable device: a GPU (``kind='gpu'``, ``index`` its host id) or a CPU slot."""
-
-    kind: str
-    index: int
 
 
 @dataclass(frozen=True)

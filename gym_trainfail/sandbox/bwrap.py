@@ -26,9 +26,10 @@ import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from gym_trainfail.devices import Device
 from gym_trainfail.errors import SandboxLostError, SandboxUnavailableError
 from gym_trainfail.paths import home
-from gym_trainfail.sandbox.base import WORKSPACE, Device, ExecResult, Limits, Sandbox, SandboxConfig
+from gym_trainfail.sandbox.base import WORKSPACE, ExecResult, Limits, Sandbox, SandboxConfig
 from gym_trainfail.sandbox.disk import scratch_bytes, shm_bytes
 from gym_trainfail.sandbox.environment import sandbox_env
 from gym_trainfail.sandbox.process_runner import AuditChannel, run_limited

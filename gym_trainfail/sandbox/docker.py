@@ -63,10 +63,10 @@ from docker.models.containers import Container
 from docker.types import DeviceRequest
 from docker.types import Mount as DockerMount
 
+from gym_trainfail.devices import Device
 from gym_trainfail.errors import SandboxLostError, SandboxUnavailableError
-from gym_trainfail.images import RuntimeImage, find_runtime_image, runtime_images
 from gym_trainfail.paths import home
-from gym_trainfail.sandbox.base import WORKSPACE, Device, ExecResult, Limits, Mount, Sandbox, SandboxConfig
+from gym_trainfail.sandbox.base import WORKSPACE, ExecResult, Limits, Mount, Sandbox, SandboxConfig
 from gym_trainfail.sandbox.disk import scratch_bytes, shm_bytes
 from gym_trainfail.sandbox.docker_engine import (
     CTL_LABEL,
@@ -89,6 +89,7 @@ from gym_trainfail.sandbox.docker_engine import (
     track,
     untrack,
 )
+from gym_trainfail.sandbox.docker_image import RuntimeImage, find_runtime_image, runtime_images
 from gym_trainfail.sandbox.environment import sandbox_env
 from gym_trainfail.sandbox.process_runner import CappedBuffer, parse_audit
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from gym_trainfail.sandbox.base import Device, SandboxConfig
+from gym_trainfail.devices import Device
+from gym_trainfail.sandbox.base import SandboxConfig
 
 #: Names a caller may never set inside a sandbox, whatever it passes.
 _RESERVED = frozenset({"LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONHOME", "TRAINFAIL_AUDIT_FD"})

@@ -13,7 +13,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from gym_trainfail.sandbox.base import WORKSPACE, Device, ExecResult, Sandbox, SandboxConfig
+from gym_trainfail.devices import Device
+from gym_trainfail.sandbox.base import WORKSPACE, ExecResult, Sandbox, SandboxConfig
 from gym_trainfail.sandbox.environment import sandbox_env
 from gym_trainfail.sandbox.process_runner import AuditChannel, run_limited
 

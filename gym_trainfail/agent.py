@@ -4,6 +4,10 @@ An agent plays one episode: it gets the environment just after ``reset`` and dri
 ``env.step`` until the episode ends. Agents are found by name through the entry-point group
 ``gym_trainfail.agents`` (the scripted ``noop`` and ``reference`` agents, the ``openai``
 tool-calling loop, and any third-party agent).
+
+Names: this module (``gym_trainfail.agent``) is the one interface; the agents themselves live
+in the ``trainfail_agents`` package (``agents/trainfail_agents``) or in third-party packages;
+``gym_trainfail.agents`` is only the name of the entry-point group they register under.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import difflib
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from gym_trainfail.errors import TrainFailError
+from gym_trainfail.errors import TrainFailError, missing_extra
 
 if TYPE_CHECKING:
     from gym_trainfail.env import TrainFailEnv
@@ -41,7 +45,13 @@ def load_agent(name: str, **options: Any) -> Agent:
     """Instantiate the agent registered as ``name`` with ``options``."""
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name == name:
-            agent = ep.load()(**options)
+            try:
+                factory = ep.load()
+            except ImportError as exc:
+                if (missing := missing_extra(exc, f"the {name!r} agent")) is not None:
+                    raise missing from None
+                raise
+            agent = factory(**options)
             if not isinstance(agent, Agent):
                 raise TrainFailError(f"agent {name!r} ({ep.value}) does not implement play(env, observation, info)")
             return agent

@@ -1,20 +1,22 @@
 """Runtime images for the Docker backend: one per arm, content-hashed, built offline.
 
 An image holds the same runtime as the bubblewrap backend: the build runs the same builder
-(:func:`gym_trainfail.runtimes.build_runtime`) inside the image, from a wheelhouse of exactly
-the packages the host's runtime holds (its ``pip freeze --all``), so both backends run the
-same versions. Nothing is fetched during the build (network none):
+(:func:`gym_trainfail.runtimes.build_runtime`) inside the image, from the same lock
+(``containers/runtime/requirements-<arm>-<variant>.lock``, installed with ``--require-hashes``),
+so both backends hold the same bytes. Nothing is fetched during the build (network none):
 
-* **wheelhouse**: ``pip wheel --no-deps`` of the host runtime's packages into
-  ``$TRAINFAIL_HOME/wheelhouse`` (cached wheels are copied, sdists such as DeepSpeed built
-  once); shared by every arm and every later build.
+* **wheelhouse**: ``pip download --no-deps --require-hashes`` of exactly the lock's artifacts
+  (and the build tools its sdists need, pinned in its header) into
+  ``$TRAINFAIL_HOME/wheelhouse``; shared by every arm and every later build, found by hash.
 * **base image**: any image with Python 3 (the host runtime's minor version), ``venv`` and a
   C++ compiler (``--base``, or ``$TRAINFAIL_BASE_IMAGE``). The default, ``local``, is made
   here when no registry is reachable: ``containers/base/build-base.sh`` (debootstrap
   ``--variant=minbase bookworm`` + ``docker import``).
 
-An image's tag is a digest of its inputs (Dockerfile, PID-1 script, builder sources, the arm's
-runtime files, the package list, the base image id), so an unchanged image is never rebuilt.
+An image's tag is a digest of its inputs (the runtime's digest, which covers the lock, the
+variant and the Python version; Dockerfile, PID-1 script, builder sources, the arm's runtime
+files, the locked artifacts, the base image id), so an unchanged image is never rebuilt and a
+new lock gives a new tag.
 Labels say which runtime it holds; the Docker backend picks images by those labels.
 """
 
@@ -37,7 +39,16 @@ from gym_trainfail.arms import Arm, get_arm
 from gym_trainfail.errors import SandboxUnavailableError, TrainFailError
 from gym_trainfail.hashing import bytes_digest, file_digest
 from gym_trainfail.paths import containers_dir, home
-from gym_trainfail.runtimes import DECOY_MODULE, Runtime, arm_hooks, build_runtime, postbuild_scripts
+from gym_trainfail.runtimes import (
+    DECOY_MODULE,
+    Pin,
+    Runtime,
+    arm_hooks,
+    build_runtime,
+    check_lock,
+    lock_path,
+    postbuild_scripts,
+)
 from gym_trainfail.sandbox.docker_engine import LABEL, Engine, connect, docker_host, engine_errors
 
 #: ``--base`` value that means "the base image made locally with debootstrap".
@@ -161,7 +172,7 @@ def base_recipe() -> list[Path]:
 
 def builder_modules() -> list[Path]:
     """``gym_trainfail`` modules the runtime builder needs: ``runtimes`` and what it imports."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent
     pending, seen = ["runtimes"], set()
     while pending:
         name = pending.pop()
@@ -191,18 +202,20 @@ def runtime_files(arm: Arm) -> list[Path]:
     hooks = [folder / ("blocker" if arm.blocks_traincheck else "tracker") / name for name in arm_hooks(arm)]
     if arm.blocks_traincheck:
         hooks.append(folder / "blocker" / DECOY_MODULE)
-    return sorted({*_requirement_files(arm.requirements_file), *hooks, *postbuild_scripts()})
+    lock = lock_path(arm)
+    locks = [lock] if lock.is_file() else []
+    return sorted({*_requirement_files(arm.requirements_file), *locks, *hooks, *postbuild_scripts()})
 
 
-def host_packages(runtime: Runtime) -> list[str]:
-    """``pip freeze --all`` of the host runtime, without pip itself (each venv keeps its own)."""
-    result = subprocess.run(
-        [str(runtime.python), "-m", "pip", "freeze", "--all", "--disable-pip-version-check"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return sorted(line for line in result.stdout.split() if line and not re.match(r"^pip(==| @)", line))
+def locked_artifacts(runtime: Runtime) -> list[Pin]:
+    """What the image's wheelhouse must hold: the runtime's lock, and the build tools of its sdists."""
+    lock = check_lock(get_arm(runtime.arm), runtime.python_version, runtime.variant)
+    return [*lock.pins, *lock.build_tools]
+
+
+def artifact_lines(pins: Iterable[Pin]) -> list[str]:
+    """``name==version sha256:…`` per artifact: the package list an image's tag covers."""
+    return sorted(f"{pin.requirement} {' '.join(f'sha256:{h}' for h in pin.hashes)}" for pin in pins)
 
 
 def image_inputs(arm: Arm, runtime: Runtime, packages: Iterable[str], base_id: str) -> str:
@@ -282,54 +295,56 @@ def _normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _wheel_key(path: Path) -> tuple[str, str]:
-    name, version = path.name.split("-")[:2]
-    return _normalize(name), version
+def _artifact_key(path: Path) -> str:
+    """The normalized project name at the start of a wheel or sdist file name."""
+    stem = path.name.removesuffix(".whl").removesuffix(".tar.gz").removesuffix(".zip")
+    return _normalize(stem.split("-")[0])
 
 
-def _pin(line: str) -> tuple[str, str] | None:
-    match = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)$", line)
-    return (_normalize(match.group(1)), match.group(2)) if match else None
-
-
-def prepare_wheelhouse(runtime: Runtime, packages: list[str], progress: Progress = _quiet) -> list[Path]:
-    """Wheels for exactly ``packages`` (``name==version`` lines), building only missing ones."""
+def prepare_wheelhouse(runtime: Runtime, pins: list[Pin], progress: Progress = _quiet) -> list[Path]:
+    """The artifacts of exactly ``pins``, found by sha256, downloading only missing ones."""
     folder = wheelhouse_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    missing = [line for line in packages if _find_wheel(folder, line) is None]
+    digests: dict[Path, str] = {}
+    missing = [pin for pin in pins if _find_artifact(folder, pin, digests) is None]
     if missing:
-        progress(f"preparing {len(missing)} wheel(s) in {folder} (pip wheel; cached downloads are reused)")
-        _pip_wheel(runtime, folder, missing)
-    wheels = []
-    for line in packages:
-        wheel = _find_wheel(folder, line)
-        if wheel is None:
-            raise TrainFailError(f"pip wheel produced no wheel for {line!r} in {folder}")
-        wheels.append(wheel)
-    return wheels
+        progress(f"fetching {len(missing)} locked artifact(s) into {folder} (pip download, hash-checked)")
+        _pip_download(runtime, folder, missing)
+    found = []
+    for pin in pins:
+        artifact = _find_artifact(folder, pin, digests)
+        if artifact is None:
+            raise TrainFailError(f"pip download produced no artifact for {pin.requirement} with the locked hash")
+        found.append(artifact)
+    return found
 
 
-def _find_wheel(folder: Path, line: str) -> Path | None:
-    pin = _pin(line)
-    if pin is None:
-        raise TrainFailError(
-            f"the runtime holds {line!r}, which is not a name==version pin; image builds need released packages"
-        )
-    for wheel in folder.glob("*.whl"):
-        if _wheel_key(wheel) == pin:
-            return wheel
+def _find_artifact(folder: Path, pin: Pin, digests: dict[Path, str]) -> Path | None:
+    for path in sorted(folder.iterdir()):
+        if not path.is_file() or _artifact_key(path) != _normalize(pin.name):
+            continue
+        if path not in digests:
+            digests[path] = file_digest(path)
+        if digests[path].removeprefix("sha256:") in pin.hashes:
+            return path
     return None
 
 
-def _pip_wheel(runtime: Runtime, folder: Path, requirements: list[str]) -> None:
-    # The runtime's own interpreter, without build isolation: DeepSpeed's sdist imports torch to build.
-    argv = [str(runtime.python), "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(folder)]
+def _pip_download(runtime: Runtime, folder: Path, pins: list[Pin]) -> None:
+    # The runtime's own pip; --require-hashes: what lands in the wheelhouse is what the lock names.
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", dir=_scratch(), delete=False) as handle:
+        handle.write("\n".join(pin.lines() for pin in pins) + "\n")
+        requirements = Path(handle.name)
+    argv = [str(runtime.python), "-m", "pip", "download", "--no-deps", "--require-hashes", "-d", str(folder)]
     env = {**os.environ, "DS_BUILD_OPS": "0", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     env.pop("PYTHONPATH", None)
-    result = subprocess.run([*argv, *requirements], capture_output=True, text=True, env=env, check=False)
+    try:
+        result = subprocess.run([*argv, "-r", str(requirements)], capture_output=True, text=True, env=env, check=False)
+    finally:
+        requirements.unlink()
     if result.returncode != 0:
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-15:])
-        raise TrainFailError(f"pip wheel failed for the image's wheelhouse:\n{tail}")
+        raise TrainFailError(f"pip download failed for the image's wheelhouse:\n{tail}")
 
 
 # -- build -------------------------------------------------------------------------------------
@@ -362,6 +377,7 @@ class BuildPlan:
     arm: Arm
     runtime: Runtime
     packages: list[str]
+    artifacts: list[Pin]
     base: str
     base_id: str
     tag: str
@@ -372,7 +388,8 @@ def plan_image(engine: Engine, arm_name: str, base: str | None = None, progress:
     """Resolve the host runtime (built if missing), the base image and the image's tag."""
     arm = get_arm(arm_name)
     runtime = build_runtime(arm.name, progress=progress)
-    packages = host_packages(runtime)
+    artifacts = locked_artifacts(runtime)
+    packages = artifact_lines(artifacts)
     base_ref, base_id = ensure_base(engine, base or default_base(), progress)
     inputs = image_inputs(arm, runtime, packages, base_id)
     labels = {
@@ -385,7 +402,7 @@ def plan_image(engine: Engine, arm_name: str, base: str | None = None, progress:
         f"{LABEL}.base-image": base_ref,
         INPUTS_LABEL: inputs,
     }
-    return BuildPlan(arm, runtime, packages, base_ref, base_id, image_tag(arm, inputs), labels)
+    return BuildPlan(arm, runtime, packages, artifacts, base_ref, base_id, image_tag(arm, inputs), labels)
 
 
 def build_image(
@@ -397,7 +414,7 @@ def build_image(
     if not force and _image_id(engine, plan.tag) is not None:
         progress(f"image {plan.tag} is up to date")
         return _described(engine, plan.tag)
-    wheels = prepare_wheelhouse(plan.runtime, plan.packages, progress)
+    wheels = prepare_wheelhouse(plan.runtime, plan.artifacts, progress)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="trainfail-image-", dir=_scratch()) as scratch:
         context = Path(scratch) / "context.tar"

@@ -1,0 +1,73 @@
+"""Small file helpers shared across the package: bounded JSON reads, atomic JSON writes, patches.
+
+They live low (no import of the grader, the env or the batch code), so anything may use them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from gym_trainfail.errors import GradingError
+
+
+def read_json_object(path: Path, max_bytes: int = 8 << 20) -> dict[str, Any] | None:
+    """The JSON object in ``path``, or ``None`` when it is absent, not a regular file, larger
+    than ``max_bytes``, unreadable or not an object. Never blocks on a FIFO, never follows a link."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            raw = handle.read(max_bytes + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write JSON atomically (temp file, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    partial.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
+    os.replace(partial, path)
+
+
+def apply_patch(workspace: Path, patch: Path) -> None:
+    """Apply a unified diff (``a/…``/``b/…`` paths) to ``workspace`` in place."""
+    result = subprocess.run(
+        [
+            "patch",
+            "-p1",
+            "--forward",
+            "--batch",
+            "--no-backup-if-mismatch",
+            "-d",
+            str(workspace),
+            "-i",
+            str(patch.resolve()),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise GradingError(f"{patch} does not apply to {workspace}: {result.stdout.strip()} {result.stderr.strip()}")
+    with contextlib.suppress(FileNotFoundError):
+        for orig in workspace.rglob("*.orig"):
+            orig.unlink()
