@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import difflib
 import json
 import os
@@ -55,7 +56,7 @@ from gym_trainfail.batch.progress import describe, episode_progress
 from gym_trainfail.batch.ray_runner import RayRunner, describe_cluster
 from gym_trainfail.batch.runner import Runner
 from gym_trainfail.cases import CaseSpec
-from gym_trainfail.devices import DevicePool
+from gym_trainfail.devices import DevicePool, GpuInfo, query_gpus
 from gym_trainfail.diagnosis.fixtures import FixtureCheck
 from gym_trainfail.diagnosis.judges import Judge
 from gym_trainfail.diagnosis.llm_judge import LLMJudge
@@ -66,10 +67,19 @@ from gym_trainfail.files import apply_patch
 from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome
 from gym_trainfail.leaderboard import render_leaderboard
 from gym_trainfail.qualify import Qualification, qualify
-from gym_trainfail.registry import default_registry, resolve_case
+from gym_trainfail.registry import Registry, default_registry, resolve_case
 from gym_trainfail.revisions import RevisionLog
-from gym_trainfail.runtimes import Runtime, build_runtime, find_runtime, list_runtimes
-from gym_trainfail.sandbox import BACKENDS, backend_status, resolve_backend
+from gym_trainfail.runtimes import (
+    DEFAULT_VARIANT,
+    VARIANT_ENV,
+    VARIANTS,
+    Runtime,
+    build_runtime,
+    find_runtime,
+    list_runtimes,
+    runtime_variant,
+)
+from gym_trainfail.sandbox import AUTO_ORDER, BACKENDS, backend_status, resolve_backend
 from gym_trainfail.sandbox.cgroups import cgroup_support
 from gym_trainfail.sandbox.disk import disk_support
 from gym_trainfail.scaffold import scaffold_case
@@ -179,12 +189,19 @@ def _parser() -> argparse.ArgumentParser:
     p = command("runtimes", cmd_runtimes, "build, list or lock (resolve and pin with hashes) case runtimes")
     p.add_argument("action", choices=["build", "list", "lock"])
     p.add_argument("--arm", default="control", help="control, traincheck or all (default: control)")
+    _accelerator_option(p)
     p.add_argument("--force", action="store_true", help="rebuild even if up to date")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="lock: resolve (package metadata only) and show what the lock would pin; write nothing",
+    )
     p.add_argument("--json", action="store_true")
 
     p = command("images", cmd_images, "build or list the Docker runtime images (one per arm)")
     p.add_argument("action", choices=["build", "list"])
     p.add_argument("--arm", default="control", help="control, traincheck or all (default: control)")
+    _accelerator_option(p)
     p.add_argument(
         "--base",
         help="base image: 'local' (made here with debootstrap; needs root) or a reference such as "
@@ -279,6 +296,21 @@ def _batch_parsers(command: Callable[[str, Callable[[argparse.Namespace], int], 
     p.add_argument("--json", action="store_true")
 
 
+def _accelerator_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--accelerator",
+        choices=VARIANTS,
+        help=f"runtime variant: torch's CPU or CUDA build (default: ${VARIANT_ENV}, else {DEFAULT_VARIANT}); "
+        "it is part of the runtime's digest and of its image's tag",
+    )
+
+
+def _select_accelerator(args: argparse.Namespace) -> None:
+    """``--accelerator`` sets the variant for this process (runtimes, locks, images all read it)."""
+    if getattr(args, "accelerator", None):
+        os.environ[VARIANT_ENV] = args.accelerator
+
+
 def _judge_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-model", help="judge diagnosis statements with this model (default: the deterministic "
                    "rubric judge, no network)")  # fmt: skip
@@ -300,7 +332,10 @@ def _judge(args: argparse.Namespace) -> Judge | None:
 def cmd_doctor(args: argparse.Namespace) -> int:
     registry = default_registry()
     cgroups = cgroup_support()
-    pool = DevicePool()
+    backends = backend_status()
+    usable = next((name for name in AUTO_ORDER if backends.get(name) is None), None)
+    pool = DevicePool(backend=usable)
+    gpus = query_gpus()
     runtimes: dict[str, str] = {}
     for arm in ARMS:
         try:
@@ -313,9 +348,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         "sandboxes": {name: reason or "usable" for name, reason in backend_status().items()},
         "cgroup_limits": f"cgroup v{cgroups.version}" if cgroups.version else f"unavailable: {cgroups.reason}",
         "disk_budget": disk_support().describe(),
-        "devices": pool.describe(),
+        "gpus": _gpu_report(gpus),
+        "devices": pool.describe()
+        + (f" (not GPUs: {pool.cpu_reason})" if gpus and pool.kind == "cpu" else "")
+        + (f" for sandbox {usable}" if usable else ""),
+        "runtime_variant": f"{runtime_variant()} (torch's {'CUDA' if runtime_variant() == 'cuda' else 'CPU'} build)",
         "runtimes": runtimes,
         "cases": registry.ids(),
+        "cases_runnable_in_full": _runnable_cases(registry, pool.size),
         "refused_cases": registry.refused,
         "agents": agent_names(),
     }
@@ -331,6 +371,25 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         table.add_row(key, escape(str(value)))
     out.print(table)
     return 0
+
+
+def _gpu_report(gpus: list[GpuInfo]) -> dict[str, str]:
+    """``nvidia-smi``'s GPUs: count, driver, one line per GPU."""
+    if not gpus:
+        return {"count": "0 (no nvidia-smi, or it found none)"}
+    report = {"count": str(len(gpus)), "driver": ", ".join(sorted({g.driver for g in gpus if g.driver})) or "?"}
+    for gpu in gpus:
+        report[f"gpu {gpu.index}"] = f"{gpu.name} {gpu.uuid}".strip()
+    return report
+
+
+def _runnable_cases(registry: Registry, devices: int) -> dict[str, str]:
+    """Each case: whether its largest scenario fits this node's devices."""
+    found = {}
+    for case in registry:
+        needed = max((s.devices for s in case.scenarios), default=1)
+        found[case.id] = f"yes ({needed} devices)" if needed <= devices else f"no: needs {needed}, node has {devices}"
+    return found
 
 
 def cmd_cases(args: argparse.Namespace) -> int:
@@ -378,6 +437,7 @@ def cmd_cases(args: argparse.Namespace) -> int:
 
 
 def cmd_runtimes(args: argparse.Namespace) -> int:
+    _select_accelerator(args)
     if args.action == "list":
         found = list_runtimes()
         if args.json:
@@ -389,6 +449,8 @@ def cmd_runtimes(args: argparse.Namespace) -> int:
                 out.print(escape(f"{item['arm']!s:<11} {item['path']}  ({count} packages, python {item['python']})"))
         return 0
     arms = sorted(ARMS) if args.arm == "all" else [args.arm]
+    if args.action == "lock" and args.dry_run:
+        return _lock_plans(args, arms)
     if args.action == "lock":
         from gym_trainfail.runtimes import lock_runtime
 
@@ -402,6 +464,23 @@ def cmd_runtimes(args: argparse.Namespace) -> int:
         runtime = _build_with_progress(arm, force=args.force)
         out.print(escape(f"{arm}: {runtime.root}"))
     return 0
+
+
+def _lock_plans(args: argparse.Namespace, arms: list[str]) -> int:
+    """``runtimes lock --dry-run``: what each lock would pin (torch build, accelerator packages)."""
+    from gym_trainfail.runtimes import plan_lock
+
+    plans = [plan_lock(arm, progress=lambda line: err.print(escape(f"  {line}"))) for arm in arms]
+    if args.json:
+        print(json.dumps([dataclasses.asdict(p) for p in plans], indent=2))
+    for plan in [] if args.json else plans:
+        out.print(
+            escape(f"{plan.arm} ({plan.variant}): torch {plan.torch or '-'}, {plan.packages} packages → {plan.lock}")
+        )
+        out.print(escape(f"  accelerator packages: {', '.join(plan.accelerator_packages) or 'none'}"))
+        if plan.problem:
+            out.print(escape(f"  refused: {plan.problem}"))
+    return 1 if any(p.problem for p in plans) else 0
 
 
 def _ensure_runtime(arm: str) -> None:
@@ -418,6 +497,7 @@ def _build_with_progress(arm: str, *, force: bool) -> Runtime:
 
 
 def cmd_images(args: argparse.Namespace) -> int:
+    _select_accelerator(args)
     try:  # imported here, not at the top: the `docker` extra is optional
         from gym_trainfail.sandbox import docker_image as images
     except ImportError as missing:
@@ -742,7 +822,8 @@ def _play(args: argparse.Namespace, layout: RunLayout, plan: BatchPlan) -> Count
         err.print(escape(f"ray: {describe_cluster()}; {runner.slots} episodes at once"))
     else:
         runner = LocalRunner(layout, args.workers or default_workers())
-        err.print(escape(f"local: {runner.slots} worker(s); devices: {DevicePool().describe()}"))
+        pool = DevicePool(backend=resolve_backend(plan.spec.sandbox))
+        err.print(escape(f"local: {runner.slots} worker(s); devices: {pool.describe()}"))
     with episode_progress(err, len(plan.episodes)) as hook:
         return run_episodes(layout, plan, runner, hook)
 

@@ -14,7 +14,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -33,18 +33,88 @@ class Device:
     index: int
 
 
-def detect_gpus() -> list[int]:
-    """Host GPU indices reported by ``nvidia-smi`` (empty without one)."""
+#: What :func:`query_gpus` asks ``nvidia-smi`` for, in this order.
+GPU_QUERY = "index,uuid,name,driver_version,pci.bus_id"
+#: Restricts the GPUs a pool may lease to these host indices (comma-separated; empty: none).
+#: The Ray runner sets it to the ids Ray assigned to the task.
+GPU_IDS_ENV = "TRAINFAIL_GPU_IDS"
+#: Where the NVIDIA driver publishes per-GPU facts (``Device Minor`` = the ``/dev/nvidia<N>`` node).
+PROC_DRIVER_GPUS = Path("/proc/driver/nvidia/gpus")
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One GPU as ``nvidia-smi`` reports it (``index`` is its host index, PCI bus order)."""
+
+    index: int
+    uuid: str = ""
+    name: str = ""
+    driver: str = ""
+    bus_id: str = ""
+
+    @property
+    def minor(self) -> int:
+        """The minor number of its ``/dev/nvidia<N>`` node (from the driver's proc file; the
+        index where that file is missing, which is what the driver does on most hosts)."""
+        for folder in (self.bus_id.lower(), self.bus_id.lower().removeprefix("0000")):
+            info = PROC_DRIVER_GPUS / folder / "information" if folder else None
+            if info is not None and info.is_file():
+                for line in info.read_text(errors="replace").splitlines():
+                    key, _, value = line.partition(":")
+                    if key.strip() == "Device Minor" and value.strip().isdigit():
+                        return int(value.strip())
+        return self.index
+
+
+def query_gpus() -> list[GpuInfo]:
+    """The host's GPUs as ``nvidia-smi`` reports them (empty without one or when it fails)."""
     if shutil.which("nvidia-smi") is None:
         return []
     try:
         out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
+            ["nvidia-smi", f"--query-gpu={GPU_QUERY}", "--format=csv,noheader"],
             capture_output=True, text=True, timeout=20, check=True,
         ).stdout  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return []
-    return [int(line) for line in out.split() if line.strip().isdigit()]
+    gpus = []
+    for line in out.splitlines():
+        fields = [f.strip() for f in line.split(",")]
+        if fields and fields[0].isdigit():
+            fields += [""] * (5 - len(fields))
+            gpus.append(GpuInfo(int(fields[0]), fields[1], fields[2], fields[3], fields[4]))
+    return gpus
+
+
+def detect_gpus() -> list[int]:
+    """Host GPU indices reported by ``nvidia-smi`` (empty without one)."""
+    return [gpu.index for gpu in query_gpus()]
+
+
+def allowed_gpu_ids() -> set[int] | None:
+    """The host GPU indices ``$TRAINFAIL_GPU_IDS`` allows (``None``: unrestricted)."""
+    value = os.environ.get(GPU_IDS_ENV)
+    if value is None:
+        return None
+    try:
+        return {int(part) for part in value.replace(" ", "").split(",") if part}
+    except ValueError:
+        raise TrainFailError(f"{GPU_IDS_ENV}={value!r}: expected comma-separated GPU indices") from None
+
+
+def gpu_support(backend: str | None) -> str | None:
+    """``None`` if sandboxes of ``backend`` can show a job its leased GPUs, else why not.
+
+    ``docker`` uses device requests, ``process`` runs on the host, ``bwrap`` binds the leased
+    device nodes and the driver's libraries (it needs the control node and ``libcuda``).
+    """
+    if backend in (None, "docker", "process"):
+        return None
+    if backend == "bwrap":
+        from gym_trainfail.sandbox.gpu import bwrap_gpu_support  # noqa: PLC0415 - avoids an import cycle
+
+        return bwrap_gpu_support()
+    return f"the {backend!r} sandbox cannot expose GPUs"
 
 
 def default_cpu_slots() -> int:
@@ -89,10 +159,31 @@ class Lease:
 class DevicePool:
     """Devices of one kind on this node, shared across processes through lock files."""
 
-    def __init__(self, kind: str | None = None, count: int | None = None, root: Path | None = None) -> None:
+    def __init__(
+        self,
+        kind: str | None = None,
+        count: int | None = None,
+        root: Path | None = None,
+        *,
+        backend: str | None = None,
+        gpu_ids: Sequence[int] | None = None,
+    ) -> None:
+        """``kind=None`` picks GPUs when the host has some that this pool may lease (``gpu_ids``,
+        else ``$TRAINFAIL_GPU_IDS``, restrict them) and ``backend``'s sandboxes can expose them
+        (:func:`gpu_support`); otherwise CPU slots. :attr:`cpu_reason` says why not GPUs."""
         gpus = detect_gpus() if kind in (None, "gpu") else []
+        allowed = set(gpu_ids) if gpu_ids is not None else allowed_gpu_ids()
+        if allowed is not None:
+            gpus = [g for g in gpus if g in allowed]
+        self.backend = backend
+        self.cpu_reason = ""
         if kind is None:
-            kind = "gpu" if gpus else "cpu"
+            unsupported = gpu_support(backend) if gpus else None
+            if gpus and unsupported is None:
+                kind = "gpu"
+            else:
+                kind = "cpu"
+                self.cpu_reason = unsupported or "no GPU found (nvidia-smi)"
         if kind == "gpu":
             self.indices = gpus if count is None else gpus[:count]
         elif kind == "cpu":

@@ -93,7 +93,7 @@ class TrainFailEnv(gymnasium.Env[str, str]):
         self.arm = get_arm(arm)
         self.backend = resolve_backend(sandbox)
         self.grade_on_end = grade_on_end
-        self.pool = device_pool or DevicePool()
+        self.pool = device_pool or DevicePool(backend=self.backend)
         self.limits = limits or Limits()
         self.budgets = _override_budgets(case.budgets, budgets or {})
         self.render_mode = render_mode

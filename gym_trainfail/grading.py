@@ -50,9 +50,10 @@ from gym_trainfail.hashing import bytes_digest, tree_digest
 from gym_trainfail.paths import home, receipts_dir
 from gym_trainfail.revisions import ALWAYS_EXCLUDED
 from gym_trainfail.runtimes import Runtime, find_runtime
-from gym_trainfail.sandbox import ExecResult, Limits, Mount, SandboxConfig, create_sandbox
+from gym_trainfail.sandbox import ExecResult, Limits, Mount, SandboxConfig, create_sandbox, resolve_backend
 from gym_trainfail.sandbox.base import GiB
 from gym_trainfail.sandbox.disk import DiskArea, MiB
+from gym_trainfail.sandbox.environment import DETERMINISTIC_GPU_ENV
 
 Status = Literal["pass", "fail", "error"]
 #: The runtime graders run in, for revisions from every arm.
@@ -234,7 +235,7 @@ class Grader:
         self.case = case
         self.sandbox = sandbox
         self.runtime = runtime or find_runtime(GRADING_ARM)
-        self.pool = pool or DevicePool()
+        self.pool = pool or DevicePool(backend=resolve_backend(sandbox))
         self.retries = retries
         self.cache = cache
         self.parallel_scenarios = parallel_scenarios
@@ -545,7 +546,10 @@ class Grader:
         started = time.monotonic()
         sandbox = create_sandbox(self.sandbox, config)
         try:
-            result = sandbox.exec(list(argv), timeout_s=timeout_s, devices=lease.devices if lease else ())
+            devices = lease.devices if lease else ()
+            # GPU runs are made reproducible (bitwise/zero-tolerance comparisons rely on it).
+            env = DETERMINISTIC_GPU_ENV if any(d.kind == "gpu" for d in devices) else None
+            result = sandbox.exec(list(argv), timeout_s=timeout_s, devices=devices, env=env)
         finally:
             sandbox.close()
         return PhaseRun(result, time.monotonic() - started)

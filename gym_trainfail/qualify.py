@@ -16,6 +16,7 @@ one-scenario verdicts is refused like a non-deterministic one.
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import tempfile
@@ -23,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gym_trainfail.cases import CaseSpec
 from gym_trainfail.diagnosis.fixtures import FixtureCheck, check_fixtures
@@ -161,6 +163,8 @@ def qualify(
         receipt = _grade_variant(grader, case, patch, label, progress, stop_at_first_fail=kind in ("wrong", "forgery"))
         result.variants.append(VariantResult(label, kind, receipt))
     result.problems.extend(_judge(case, result.variants))
+    if grouped.pool.kind == "gpu":  # GPU runs must reproduce their numbers, not only their verdicts
+        result.problems.extend(metric_drift([v for v in result.variants if v.kind == "unmodified"]))
     result.seconds = time.monotonic() - started
     return result
 
@@ -211,6 +215,59 @@ def _judge(case: CaseSpec, variants: list[VariantResult]) -> list[str]:
             problems.append(f"the reference repair does not pass: {failing}")
         if variant.kind in ("wrong", "forgery") and variant.receipt.status == "pass":
             problems.append(f"{variant.label} passes every scenario; the grader must reject it")
+    return problems
+
+
+#: How far a measured quantity may move between repeated GPU runs (relative to its size): with
+#: the deterministic settings every GPU run phase gets, repeats should agree bit for bit.
+GPU_METRIC_RTOL = 1e-6
+#: Below this magnitude, values are compared absolutely (against the same bound).
+_METRIC_FLOOR = 1e-12
+
+
+def numeric_metrics(metrics: Any, prefix: str = "") -> dict[str, float]:
+    """Every number in an outcome's metrics, by its dotted path (booleans and strings left out)."""
+    found: dict[str, float] = {}
+    if isinstance(metrics, dict):
+        for key, value in metrics.items():
+            found.update(numeric_metrics(value, f"{prefix}.{key}" if prefix else str(key)))
+    elif isinstance(metrics, (list, tuple)):
+        for i, value in enumerate(metrics):
+            found.update(numeric_metrics(value, f"{prefix}[{i}]"))
+    elif isinstance(metrics, (int, float)) and not isinstance(metrics, bool):
+        found[prefix] = float(metrics)
+    return found
+
+
+def metric_drift(repeats: list[VariantResult], rtol: float = GPU_METRIC_RTOL) -> list[str]:
+    """Problems where repeated runs of one variant measured different quantities (beyond ``rtol``)
+    or measured different sets of them, scenario by scenario."""
+    problems: list[str] = []
+    if len(repeats) < 2:
+        return problems
+    first = {o.scenario: numeric_metrics(o.metrics) for o in repeats[0].receipt.outcomes}
+    for other in repeats[1:]:
+        for outcome in other.receipt.outcomes:
+            base = first.get(outcome.scenario)
+            if base is None:
+                continue
+            values = numeric_metrics(outcome.metrics)
+            if set(values) != set(base):
+                problems.append(
+                    f"{other.label}/{outcome.scenario}: measured quantities differ from {repeats[0].label} "
+                    f"({sorted(set(values) ^ set(base))})"
+                )
+                continue
+            for key, value in values.items():
+                was = base[key]
+                if math.isnan(was) and math.isnan(value):
+                    continue
+                scale = max(abs(was), abs(value), _METRIC_FLOOR)
+                if not abs(value - was) <= rtol * scale:
+                    problems.append(
+                        f"{other.label}/{outcome.scenario}: {key} = {value!r} but {was!r} in {repeats[0].label} "
+                        f"(relative tolerance {rtol:g}); GPU runs are not reproducible"
+                    )
     return problems
 
 

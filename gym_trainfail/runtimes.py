@@ -12,8 +12,12 @@ unchanged one is reused; grading receipts are keyed by that hash too. Sandboxes 
 read-only at the same path (console-script shebangs hold that path).
 
 The accelerator **variant** (``$TRAINFAIL_RUNTIME_VARIANT``) is part of both the lock's name
-and the runtime's hash. Today only ``cpu`` exists (torch's CPU build); a ``cuda`` variant would
-be a lock of its own, hence a different runtime.
+and the runtime's hash (and of its Docker image's tag). ``cpu`` is torch's CPU build; ``cuda``
+(``--accelerator cuda``) is torch's CUDA build with its ``nvidia-*`` libraries, from a lock of its
+own, hence a different runtime. A CUDA lock must be resolved against PyPI (torch's plain
+manylinux wheels are the CUDA builds): a pip configured to prefer local CPU wheels (``find-links``
+with ``+cpu`` builds, a constraints file capping torch) resolves the CPU build instead, and the
+lock is refused with what to change.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from gym_trainfail.paths import containers_dir, home, runtimes_dir
 #: Bump when the build procedure changes in a way the inputs do not show.
 BUILD_SCHEMA = "5"
 #: Accelerator variants a runtime can be built for, each from its own lock.
-VARIANTS = ("cpu",)
+VARIANTS = ("cpu", "cuda")
 DEFAULT_VARIANT = "cpu"
 VARIANT_ENV = "TRAINFAIL_RUNTIME_VARIANT"
 #: What an sdist in a lock needs to build offline (pip's default for projects without
@@ -375,8 +379,60 @@ def lock_runtime(arm_name: str, *, progress: Progress = lambda _: None) -> Path:
     interpreter) and write its lock: every transitive pin with its artifact's sha256."""
     arm = get_arm(arm_name)
     variant = runtime_variant()
+    pins, tools, version = resolve_lock(arm, progress=progress)
+    path = lock_path(arm, variant)
+    write_lock(path, arm, version, variant, pins, tools)
+    progress(f"{path.name}: {len(pins)} packages pinned with hashes")
+    return path
+
+
+@dataclass(frozen=True)
+class LockPlan:
+    """What a lock of one arm and variant would pin (``--dry-run``: nothing is written)."""
+
+    arm: str
+    variant: str
+    python: str
+    torch: str
+    accelerator_packages: tuple[str, ...]
+    packages: int
+    lock: str
+    problem: str = ""
+
+
+def plan_lock(arm_name: str, *, progress: Progress = lambda _: None) -> LockPlan:
+    """Resolve like :func:`lock_runtime` (metadata only, no wheel downloads) and say what it
+    would pin; a resolution the variant refuses is reported in ``problem``, not raised."""
+    arm = get_arm(arm_name)
+    variant = runtime_variant()
+    try:
+        pins, _, version = resolve_lock(arm, progress=progress, check=False)
+    except TrainFailError as exc:
+        return LockPlan(arm.name, variant, "?", "", (), 0, str(lock_path(arm, variant)), str(exc))
+    return lock_plan(arm, variant, version, pins)
+
+
+def lock_plan(arm: Arm, variant: str, version: str, pins: list[Pin]) -> LockPlan:
+    """The summary of a resolution, with the variant's verdict on it."""
+    torch = next((p.version for p in pins if _normalize(p.name) == "torch"), "")
+    accelerator = tuple(sorted(p.name for p in pins if _normalize(p.name).startswith(("nvidia-", "triton"))))
+    try:
+        _check_variant(pins, variant, arm)
+        problem = ""
+    except TrainFailError as exc:
+        problem = str(exc)
+    return LockPlan(arm.name, variant, version, torch, accelerator, len(pins), str(lock_path(arm, variant)), problem)
+
+
+def resolve_lock(
+    arm: Arm, *, progress: Progress = lambda _: None, check: bool = True
+) -> tuple[list[Pin], list[Pin], str]:
+    """pip's resolution of the arm's requirement set for the current variant: (pins, build-tool
+    pins, Python version). Raises when the variant refuses it (unless ``check`` is false)."""
+    variant = runtime_variant()
     python = base_interpreter()
     version, _ = _interpreter_facts(python)
+    env = cuda_pip_env() if variant == "cuda" else {}
     scratch_parent = home() / "tmp"
     scratch_parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="trainfail-lock-", dir=scratch_parent) as scratch:
@@ -384,19 +440,35 @@ def lock_runtime(arm_name: str, *, progress: Progress = lambda _: None) -> Path:
         log = Path(scratch) / "lock.log"
         progress(f"resolving {arm.requirements} with pip (python {version}, variant {variant})")
         _run([str(python), "-m", "venv", str(venv)], log)
-        pins, sdists = _resolve(venv / "bin" / "python", ["-r", str(arm.requirements_file)], Path(scratch), log)
+        requirements = ["-r", str(arm.requirements_file)]
+        pins, sdists = _resolve(venv / "bin" / "python", requirements, Path(scratch), log, env)
         tools: list[Pin] = []
         if sdists:
             progress(f"pinning the build tools of {', '.join(sdists)} (built from sdists)")
-            tools, _ = _resolve(venv / "bin" / "python", list(SDIST_BUILD_TOOLS), Path(scratch), log)
-    _check_variant(pins, variant, arm)
-    path = lock_path(arm, variant)
-    write_lock(path, arm, version, variant, pins, tools)
-    progress(f"{path.name}: {len(pins)} packages pinned with hashes")
-    return path
+            tools, _ = _resolve(venv / "bin" / "python", list(SDIST_BUILD_TOOLS), Path(scratch), log, env)
+    if check:
+        _check_variant(pins, variant, arm)
+    return pins, tools, version
 
 
-def _resolve(python: Path, requirements: list[str], scratch: Path, log: Path) -> tuple[list[Pin], list[str]]:
+#: pip settings that make it prefer local CPU wheels over PyPI's CUDA torch.
+_LOCAL_PIP_SETTINGS = ("PIP_FIND_LINKS", "PIP_CONSTRAINT", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX")
+
+
+def cuda_pip_env() -> dict[str, str]:
+    """pip's environment for resolving a CUDA lock: no config files (a host config may point at
+    local CPU wheels or cap torch) and none of the settings that do the same from the
+    environment; PyPI is the index (``$TRAINFAIL_CUDA_INDEX_URL`` overrides it)."""
+    return {
+        "PIP_CONFIG_FILE": os.devnull,
+        "PIP_INDEX_URL": os.environ.get("TRAINFAIL_CUDA_INDEX_URL", "https://pypi.org/simple"),
+        **dict.fromkeys(_LOCAL_PIP_SETTINGS, ""),
+    }
+
+
+def _resolve(
+    python: Path, requirements: list[str], scratch: Path, log: Path, env: dict[str, str] | None = None
+) -> tuple[list[Pin], list[str]]:
     """pip's resolution of ``requirements`` (``install --dry-run --report``), as hashed pins,
     with the names of the packages whose artifact is an sdist."""
     report = scratch / f"report-{len(list(scratch.glob('report-*')))}.json"
@@ -415,7 +487,7 @@ def _resolve(python: Path, requirements: list[str], scratch: Path, log: Path) ->
             *requirements,
         ],
         log,
-        extra_env={"DS_BUILD_OPS": "0", "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+        extra_env={"DS_BUILD_OPS": "0", "PIP_DISABLE_PIP_VERSION_CHECK": "1", **(env or {})},
     )
     pins, sdists = [], []
     for item in json.loads(report.read_text())["install"]:
@@ -450,7 +522,22 @@ def _artifact_sha256(info: dict[str, object], url: str) -> str:
 
 
 def _check_variant(pins: list[Pin], variant: str, arm: Arm) -> None:
-    """A ``cpu`` lock must hold torch's CPU build: no CUDA libraries, a ``+cpu`` torch."""
+    """A ``cpu`` lock must hold torch's CPU build: no CUDA libraries, a ``+cpu`` torch; a
+    ``cuda`` lock torch's CUDA build: a torch without ``+cpu`` and its ``nvidia-*`` libraries."""
+    if variant == "cuda":
+        torch_pins = [p for p in pins if _normalize(p.name) == "torch"]
+        nvidia = [p.name for p in pins if _normalize(p.name).startswith("nvidia-")]
+        if not torch_pins or "+cpu" in torch_pins[0].version or not nvidia:
+            found = f"torch {torch_pins[0].version}" if torch_pins else "no torch"
+            raise TrainFailError(
+                f"pip resolved {arm.requirements} to {found} without CUDA libraries (nvidia-*), not the CUDA "
+                "build the 'cuda' variant needs. A CUDA lock needs PyPI's metadata for torch's manylinux wheel "
+                "(it depends on nvidia-cublas-cu12 …): run it where https://pypi.org/simple (or "
+                "$TRAINFAIL_CUDA_INDEX_URL) answers; the lock ignores pip's config files and PIP_FIND_LINKS/"
+                "PIP_CONSTRAINT/PIP_EXTRA_INDEX_URL, which on this kind of machine point at local CPU wheels "
+                "(find-links /opt/wheels) and cap torch (/etc/xdg/pip/constraints.txt)"
+            )
+        return
     if variant != "cpu":
         return
     cuda = sorted(p.name for p in pins if _normalize(p.name).startswith(("nvidia-", "triton")))

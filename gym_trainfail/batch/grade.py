@@ -26,6 +26,7 @@ from gym_trainfail.devices import DevicePool
 from gym_trainfail.files import write_json
 from gym_trainfail.grading import Grader, Receipt
 from gym_trainfail.revisions import RevisionLog
+from gym_trainfail.sandbox import resolve_backend
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def grade_batch(
     jobs = collect_trees(layout, plan)
     cases = {e.case: e for e in plan.episodes}
     graders: dict[str, Grader] = {}
-    pool = DevicePool()
+    pool = DevicePool(backend=resolve_backend(plan.spec.sandbox))
     for case_id, planned in cases.items():
         graders[case_id] = Grader(
             planned.case_spec(), sandbox=plan.spec.sandbox, pool=pool, parallel_scenarios=parallel_scenarios

@@ -9,6 +9,7 @@ the driver, not by Ray, so every attempt is recorded.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import io
 import os
@@ -17,7 +18,7 @@ import socket
 import tarfile
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 from gym_trainfail.batch.layout import RunLayout
 from gym_trainfail.batch.plan import PlannedEpisode
 from gym_trainfail.batch.worker import AttemptResult, execute_attempt
+from gym_trainfail.devices import GPU_IDS_ENV
 from gym_trainfail.errors import TrainFailError
 
 
@@ -51,10 +53,27 @@ def play_remote(
     scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
     try:
         run_dir = scratch / episode.id
-        result = execute_attempt(episode, run_dir, sandbox=sandbox, agent_options=agent_options)
+        with ray_assigned_gpus(load_ray().get_gpu_ids()):
+            result = execute_attempt(episode, run_dir, sandbox=sandbox, agent_options=agent_options)
         return result.to_json(), pack(run_dir) if run_dir.exists() else b""
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def ray_assigned_gpus(ids: Sequence[Any]) -> Iterator[None]:
+    """While the task runs, the node's device pool may lease exactly the GPUs Ray assigned to it
+    (none when it reserved none), through ``$TRAINFAIL_GPU_IDS``; the worker process is reused,
+    so the previous value is restored afterwards."""
+    previous = os.environ.get(GPU_IDS_ENV)
+    os.environ[GPU_IDS_ENV] = ",".join(str(int(i)) for i in ids)
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(GPU_IDS_ENV, None)
+        else:
+            os.environ[GPU_IDS_ENV] = previous
 
 
 def reap_scratch() -> None:

@@ -52,6 +52,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+if __package__:  # imported as part of the package
+    from . import determinism as _determinism
+else:  # run as a script from /harnesslib
+    import determinism as _determinism  # type: ignore[no-redef,import-not-found,unused-ignore]
+
 #: Seconds a rank gets between SIGTERM and SIGKILL when another rank failed (torchrun: 30).
 STOP_GRACE_S = 10.0
 
@@ -224,6 +229,8 @@ def run_rank(module: str, args: list[str], cwd: str, env: dict[str, str], setup:
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed()
     try:
+        if _determinism.wanted(env):
+            _determinism.apply_from_env()
         if setup:
             owner, _, function = setup.partition(":")
             getattr(importlib.import_module(owner), function)()

@@ -32,6 +32,7 @@ from gym_trainfail.paths import home
 from gym_trainfail.sandbox.base import WORKSPACE, ExecResult, Limits, Sandbox, SandboxConfig
 from gym_trainfail.sandbox.disk import scratch_bytes, shm_bytes
 from gym_trainfail.sandbox.environment import sandbox_env
+from gym_trainfail.sandbox.gpu import bwrap_gpu_args, bwrap_gpu_support, gpu_infos
 from gym_trainfail.sandbox.process_runner import AuditChannel, run_limited
 
 SANDBOX_UID = 1000
@@ -144,8 +145,8 @@ class BwrapSandbox(Sandbox):
     ) -> ExecResult:
         self.check_alive()
         audit = AuditChannel()
-        environment = sandbox_env(self.config, WORKSPACE, devices, env, audit_fd=audit.write_fd)
-        _, *options = self._bwrap_args(environment, cwd or WORKSPACE)  # the list starts with "bwrap"
+        environment = sandbox_env(self.config, WORKSPACE, devices, env, audit_fd=audit.write_fd, backend=self.backend)
+        _, *options = self._bwrap_args(environment, cwd or WORKSPACE, devices)  # the list starts with "bwrap"
         with _argument_file(options) as args_fd:
             result = run_limited(
                 [self._binary, "--args", str(args_fd), "--", *argv],
@@ -161,7 +162,7 @@ class BwrapSandbox(Sandbox):
             raise SandboxLostError(f"the sandbox workspace {self.host_workspace} vanished during the command")
         return result
 
-    def _bwrap_args(self, environment: Mapping[str, str], cwd: str) -> list[str]:
+    def _bwrap_args(self, environment: Mapping[str, str], cwd: str, devices: Sequence[Device] = ()) -> list[str]:
         runtime = self.config.runtime
         args = [
             "bwrap", "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
@@ -173,6 +174,15 @@ class BwrapSandbox(Sandbox):
             "--proc", "/proc", "--dev", "/dev",
         ]  # fmt: skip
         args += _scratch_args(self.config.limits)
+        gpus = gpu_infos(devices)
+        if gpus:
+            reason = bwrap_gpu_support()
+            if reason is not None:
+                raise SandboxUnavailableError(f"{reason}; use sandbox='docker' or 'process' for GPU jobs")
+            try:
+                args += bwrap_gpu_args(gpus)
+            except FileNotFoundError as exc:
+                raise SandboxUnavailableError(f"bwrap cannot expose the leased GPUs: {exc}") from None
         for path in runtime.readonly_paths():
             args += ["--ro-bind", str(path), str(path)]
         for path in runtime.hidden_paths():

@@ -608,7 +608,7 @@ class DockerSandbox(Sandbox):
         with self._lock:  # commands of one sandbox run one at a time: each ends by killing leftovers
             self.require_workspace()
             self._adopt()
-            environment = sandbox_env(self._view, WORKSPACE, devices, env, audit_fd=AUDIT_FD)
+            environment = sandbox_env(self._view, WORKSPACE, devices, env, audit_fd=AUDIT_FD, backend=self.backend)
             gpus = tuple(d.index for d in devices if d.kind == "gpu")
             try:
                 return self._run(argv, environment, cwd or WORKSPACE, timeout_s, stdin, gpus)

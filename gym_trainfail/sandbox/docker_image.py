@@ -41,6 +41,7 @@ from gym_trainfail.hashing import bytes_digest, file_digest
 from gym_trainfail.paths import containers_dir, home
 from gym_trainfail.runtimes import (
     DECOY_MODULE,
+    DEFAULT_VARIANT,
     Pin,
     Runtime,
     arm_hooks,
@@ -350,9 +351,11 @@ def _pip_download(runtime: Runtime, folder: Path, pins: list[Pin]) -> None:
 # -- build -------------------------------------------------------------------------------------
 
 
-def image_tag(arm: Arm, inputs: str) -> str:
-    """``gym-trainfail/runtime:<arm>-<inputs digest>``."""
-    return f"{IMAGE_REPOSITORY}:{arm.name}-{inputs[:16]}"
+def image_tag(arm: Arm, inputs: str, variant: str = DEFAULT_VARIANT) -> str:
+    """``gym-trainfail/runtime:<arm>-<inputs digest>`` for the ``cpu`` variant (the tags images
+    built before variants existed carry), ``<arm>-<variant>-<inputs digest>`` for the others."""
+    infix = "" if variant == DEFAULT_VARIANT else f"{variant}-"
+    return f"{IMAGE_REPOSITORY}:{arm.name}-{infix}{inputs[:16]}"
 
 
 def write_context(target: Path, arm: Arm, wheels: list[Path]) -> None:
@@ -402,7 +405,9 @@ def plan_image(engine: Engine, arm_name: str, base: str | None = None, progress:
         f"{LABEL}.base-image": base_ref,
         INPUTS_LABEL: inputs,
     }
-    return BuildPlan(arm, runtime, packages, artifacts, base_ref, base_id, image_tag(arm, inputs), labels)
+    return BuildPlan(
+        arm, runtime, packages, artifacts, base_ref, base_id, image_tag(arm, inputs, runtime.variant), labels
+    )
 
 
 def build_image(

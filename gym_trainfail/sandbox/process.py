@@ -62,7 +62,9 @@ class ProcessSandbox(Sandbox):
     ) -> ExecResult:
         self.check_alive()
         audit = AuditChannel()
-        environment = sandbox_env(self.config, str(self.host_workspace), devices, env, audit_fd=audit.write_fd)
+        environment = sandbox_env(
+            self.config, str(self.host_workspace), devices, env, audit_fd=audit.write_fd, backend=self.backend
+        )
         return run_limited(
             [self.host_path(a) for a in argv],
             env=environment,

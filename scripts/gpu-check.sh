@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# GPU checks: the `gpu`-marked tests (device plumbing per backend, one CUDA episode per case,
+# a qualification), under a time budget that fits 8 minutes on one GPU.
+# Usage: scripts/gpu-check.sh [extra pytest arguments]
+# Exits non-zero, with the reason, when no NVIDIA GPU is present.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+budget_s="${GPU_CHECK_BUDGET_S:-450}"
+python="${PYTHON:-.venv/bin/python}"
+
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+    echo "gpu-check: no GPU: nvidia-smi is not installed (these checks need an NVIDIA GPU and its driver)" >&2
+    exit 2
+fi
+if ! gpus="$(nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader 2>&1)" || [ -z "$gpus" ]; then
+    echo "gpu-check: no GPU: nvidia-smi lists none (${gpus:-no output})" >&2
+    exit 2
+fi
+echo "gpu-check: GPUs:"
+echo "$gpus" | sed 's/^/  /'
+
+# Torch checks need torch's CUDA build: the 'cuda' runtime variant, from its own lock.
+export TRAINFAIL_RUNTIME_VARIANT="${TRAINFAIL_RUNTIME_VARIANT:-cuda}"
+if [ "$TRAINFAIL_RUNTIME_VARIANT" = cuda ] && ! ls containers/runtime/requirements-control-cuda.lock >/dev/null 2>&1; then
+    echo "gpu-check: no CUDA lock (containers/runtime/requirements-control-cuda.lock): torch checks will skip;" \
+        "make one where PyPI answers with: trainfail runtimes lock --arm control --accelerator cuda" >&2
+    export TRAINFAIL_RUNTIME_VARIANT=cpu
+fi
+"$python" -m gym_trainfail.cli doctor || true
+timeout --kill-after=20 "$budget_s" "$python" -m pytest -m gpu tests/test_gpu.py -rs -q "$@"
