@@ -43,6 +43,8 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
+# The slowest tests are listed at the end of every run (CI time is a budget).
+PYTEST_ARGS ?= --durations=25
 pytest: runtime test-setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

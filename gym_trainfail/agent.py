@@ -2,7 +2,7 @@
 
 An agent plays one episode: it gets the environment just after ``reset`` and drives
 ``env.step`` until the episode ends. Agents are found by name through the entry-point group
-``gym_trainfail.agents`` (the scripted ``noop`` and ``reference`` agents, the ``openai``
+``gym_trainfail.agents`` (the scripted ``noop``, ``reference`` and ``study`` agents, the ``openai``
 tool-calling loop, and any third-party agent).
 
 Names: this module (``gym_trainfail.agent``) is the one interface; the agents themselves live

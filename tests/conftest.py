@@ -34,6 +34,18 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("OPENAI_API_KEY", "sk-test-host-secret-do-not-leak")
 
 
+@pytest.fixture(autouse=True)
+def _trainfail_environment() -> Iterator[None]:
+    """Every test leaves the ``TRAINFAIL_*`` environment as it found it: code under test may set
+    such variables for its process (``--accelerator`` sets the runtime variant), and one leaked
+    into later tests changes which runtime, devices or state directory they use."""
+    before = {k: v for k, v in os.environ.items() if k.startswith("TRAINFAIL_")}
+    yield
+    for key in [k for k in os.environ if k.startswith("TRAINFAIL_") and k not in before]:
+        del os.environ[key]
+    os.environ.update(before)
+
+
 @pytest.fixture(scope="session")
 def runtime() -> Runtime:
     """The control runtime (built on first use; a few minutes on a fresh machine)."""

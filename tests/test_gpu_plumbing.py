@@ -337,7 +337,7 @@ def test_cuda_lock_ignores_local_cpu_wheel_settings(monkeypatch: pytest.MonkeyPa
 def test_accelerator_option_selects_the_variant(monkeypatch: pytest.MonkeyPatch) -> None:
     from gym_trainfail.sandbox import docker_image
 
-    monkeypatch.delenv("TRAINFAIL_RUNTIME_VARIANT", raising=False)
+    monkeypatch.setenv("TRAINFAIL_RUNTIME_VARIANT", "cpu")  # restored (to absent) after the test
     args = cli._parser().parse_args(["runtimes", "lock", "--arm", "control", "--accelerator", "cuda", "--dry-run"])
     assert (args.accelerator, args.dry_run) == ("cuda", True)
     monkeypatch.setattr(cli, "_lock_plans", lambda a, arms: 0)
@@ -352,7 +352,7 @@ def test_accelerator_option_selects_the_variant(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_doctor_shows_gpus_variant_and_runnable_cases(fake_gpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("TRAINFAIL_RUNTIME_VARIANT", raising=False)
+    monkeypatch.setenv("TRAINFAIL_RUNTIME_VARIANT", "cpu")  # restored (to absent) after the test
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         assert cli.main(["doctor", "--json"]) == 0
