@@ -333,8 +333,7 @@ class TrainFailEnv(gymnasium.Env[str, str]):
         if len(kept) < len(text):
             fields["chars"] = len(text)
         record = episode.ledger.append("message", **fields)
-        with (episode.run_dir / "transcript.jsonl").open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"message": {k: record[k] for k in ("t", "role", "kind", "text", "step")}}) + "\n")
+        _write_transcript(episode.run_dir, {"message": {k: record[k] for k in ("t", "role", "kind", "text", "step")}})
 
     def record_suspension(self, start: float, end: float, reason: str) -> None:
         """Report time the episode was not running (provider waits, a crashed loop)."""
@@ -551,6 +550,10 @@ class TrainFailEnv(gymnasium.Env[str, str]):
         return info
 
 
+#: The episode's transcript: one JSON line per step (and per recorded message), in order.
+TRANSCRIPT = "transcript.jsonl"
+
+
 def _event_time(event: Mapping[str, Any]) -> float:
     return max(float(event.get(k) or 0.0) for k in ("t", "end", "released_at"))
 
@@ -576,14 +579,19 @@ def _append_transcript(
         "terminated": terminated,
         "truncated": truncated,
     }
-    with (run_dir / "transcript.jsonl").open("a", encoding="utf-8") as handle:
+    _write_transcript(run_dir, record)
+
+
+def _write_transcript(run_dir: Path, record: Mapping[str, Any]) -> None:
+    """Append one record (a step or a message) to the episode's transcript."""
+    with (run_dir / TRANSCRIPT).open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(record) + "\n")
 
 
 def read_transcript(run_dir: Path, *, messages: bool = False) -> list[dict[str, Any]]:
     """The recorded steps of an episode (index, tool, arguments, observation, ...), in order;
     with ``messages=True`` also the recorded messages (``{"message": {...}}``) between them."""
-    path = run_dir / "transcript.jsonl"
+    path = run_dir / TRANSCRIPT
     if not path.exists():
         return []
     records = []

@@ -31,17 +31,17 @@ EDIT_TOOLS = ("write_file", "edit_file")
 def engagement(events: Sequence[Event], evidence: Evidence) -> dict[str, Any]:
     """``{"level", "rank", "evidence"}``: the highest level reached and the first step of each."""
     first: dict[str, int] = {}
-    for event in iter_kind(list(events), "audit"):
+    activating: set[int] = set()
+    for event in iter_kind(events, "audit"):
         level = _level(event)
         step = event.get("step")
-        if level is not None and isinstance(step, int) and level not in first:
-            first[level] = step
-    activated = first.get("activated")
-    if activated is not None:
-        flagged = [
-            s.index for s in evidence.steps
-            if s.index >= activated and _activation_step(events, s.index) and _reports_violation(s.observation)
-        ]  # fmt: skip
+        if level is None or not isinstance(step, int):
+            continue
+        first.setdefault(level, step)
+        if level == "activated":
+            activating.add(step)
+    if activating:
+        flagged = [s.index for s in evidence.steps if s.index in activating and _reports_violation(s.observation)]
         if flagged:
             edit = next((s.index for s in evidence.steps if s.tool in EDIT_TOOLS and s.index > flagged[0]), None)
             if edit is not None:
@@ -66,10 +66,6 @@ def _level(event: Mapping[str, Any]) -> str | None:
             return "activated"
         return "prepared"
     return "activated" if report.get("target") == "command" else "prepared"
-
-
-def _activation_step(events: Sequence[Event], step: int) -> bool:
-    return any(e.get("step") == step and _level(e) == "activated" for e in iter_kind(list(events), "audit"))
 
 
 def _reports_violation(text: str) -> bool:

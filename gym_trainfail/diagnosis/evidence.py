@@ -90,7 +90,7 @@ class Evidence:
 
 def collect(run_dir: Path, events: Sequence[Event]) -> Evidence:
     """The evidence of the episode in ``run_dir`` (its ledger events given)."""
-    resets = [float(e["t"]) for e in iter_kind(list(events), "reset")]
+    resets = [float(e["t"]) for e in iter_kind(events, "reset")]
     start = resets[0] if resets else (float(events[0]["t"]) if events else 0.0)
     observations = {int(r["index"]): str(r.get("observation") or "") for r in read_transcript(run_dir)}
     statements: list[Statement] = []

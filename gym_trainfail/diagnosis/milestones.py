@@ -26,7 +26,7 @@ from gym_trainfail.diagnosis.engagement import engagement
 from gym_trainfail.diagnosis.evidence import Evidence, Statement, collect, culprit_reads
 from gym_trainfail.diagnosis.judges import EXCERPT_CHARS, Judge, RubricJudge, judge_statements
 from gym_trainfail.diagnosis.rubric import Rubric
-from gym_trainfail.diagnosis.symptoms import detect
+from gym_trainfail.diagnosis.symptoms import Job, detect
 from gym_trainfail.ledger import Event, iter_kind, summarize
 
 MILESTONES = (
@@ -60,7 +60,7 @@ def diagnose(
     milestones: dict[str, dict[str, Any] | None] = dict.fromkeys(MILESTONES)
     jobs = evidence.jobs()
     first_request = next(
-        (e for e in iter_kind(list(events), "device") if e.get("role", "solver") == "solver"), None
+        (e for e in iter_kind(events, "device") if e.get("role", "solver") == "solver"), None
     )  # fmt: skip
     if first_request is not None:
         at = float(first_request.get("queued_at") or first_request["t"])
@@ -101,7 +101,7 @@ def diagnose(
         "statements": statements,
         "symptom_jobs": marked,
         "engagement": engagement(events, evidence) if arm == "traincheck" else None,
-        "validation": validation_scope(events, evidence, rubric),
+        "validation": validation_scope(events, jobs, rubric),
     }
 
 
@@ -121,10 +121,9 @@ def _milestone(events: Sequence[Event], evidence: Evidence, t: float, step: int,
     }
 
 
-def validation_scope(events: Sequence[Event], evidence: Evidence, rubric: Rubric | None) -> dict[str, Any]:
-    """What validation the agent chose: jobs, devices × seconds, distinct commands, the device
-    counts it trained on and, where the case's pipeline logs them, the updates it trained."""
-    jobs = evidence.jobs()
+def validation_scope(events: Sequence[Event], jobs: Sequence[Job], rubric: Rubric | None) -> dict[str, Any]:
+    """What validation the agent chose: its ``run_job``s, devices × seconds, distinct commands,
+    the device counts it trained on and, where the case's pipeline logs them, the updates it trained."""
     steps = None
     if rubric is not None and rubric.steps_patterns:
         per_job = [_steps(rubric, job.command + "\n" + job.output) for job in jobs]
