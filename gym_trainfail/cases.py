@@ -10,12 +10,12 @@ import difflib
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, NoReturn, cast
 
 from gym_trainfail.diagnosis.rubric import DIAGNOSIS_DIR, Rubric, load_rubric
-from gym_trainfail.errors import CaseDefinitionError
+from gym_trainfail.errors import CaseDefinitionError, TrainFailError
 from gym_trainfail.hashing import tree_digest
 
 #: ``Namespace/Name-vN``, the Gymnasium id shape.
@@ -30,7 +30,9 @@ BUG_VOCABULARY = re.compile(
 
 #: Every key ``case.toml`` may hold, by table (``None``: the table's own keys are free-form).
 CASE_KEYS: dict[str, frozenset[str] | None] = {
-    "": frozenset({"id", "title", "summary", "provenance", "prompt", "topology", "grader", "budgets", "workspace"}),
+    "": frozenset(
+        {"id", "title", "summary", "provenance", "prompt", "topology", "grader", "budgets", "workspace", "profiles"}
+    ),
     "provenance": frozenset({"sources", "reproduced", "simplified"}),
     "prompt": frozenset({"text"}),
     "topology": frozenset({"world_size", "tensor_parallel", "devices_per_job"}),
@@ -48,12 +50,23 @@ CASE_KEYS: dict[str, frozenset[str] | None] = {
     ),  # fmt: skip
     "budgets": frozenset({"steps", "wall_seconds", "device_seconds", "tokens", "disk_mb"}),
     "workspace": frozenset({"exclude", "check_command"}),
+    "profiles": None,
 }
-#: Every key a ``[[scenario]]`` table may hold (``params`` is free-form).
+#: Every key a ``[[scenario]]`` table may hold (``params`` and ``profile`` are free-form).
 SCENARIO_KEYS: dict[str, frozenset[str] | None] = {
-    "": frozenset({"name", "kind", "devices", "timeout_s", "params"}),
+    "": frozenset({"name", "kind", "devices", "timeout_s", "params", "profile"}),
     "params": None,
+    "profile": None,
 }
+
+#: The scale a case runs at unless a profile is chosen: the one its scenarios are written for
+#: (the CPU dev box). Other profiles are declared in ``case.toml`` ``[profiles.<name>]``.
+DEFAULT_PROFILE = "default"
+PROFILE_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
+#: Every key a ``[profiles.<name>]`` table of ``case.toml`` may hold.
+PROFILE_KEYS = frozenset({"summary", "accelerator", "check_command"})
+#: What a profile can ask the host for: ``cuda`` needs NVIDIA GPUs and the ``cuda`` runtime variant.
+PROFILE_ACCELERATORS = ("cpu", "cuda")
 
 ScenarioKind = Literal["healthy", "failure"]
 SCENARIO_KINDS: tuple[ScenarioKind, ...] = ("healthy", "failure")
@@ -72,6 +85,51 @@ class Scenario:
     devices: int
     timeout_s: float
     params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A scale the case can run at, e.g. ``native``: the real model width and training length on
+    GPUs. Public (``case.toml``): its summary, what it needs and the team's check command at that
+    scale. Private (``grader/scenarios.toml``): the scale parameters it sets in every scenario's
+    ``params`` (``[profile.<name>.params]``) and in single scenarios (``[scenario.profile.<name>]``).
+    A profile never changes a scenario's name, kind or device count, so a scenario means the
+    same thing at every scale."""
+
+    name: str
+    summary: str
+    accelerator: str = "cpu"
+    check_command: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    scenario_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def apply(self, scenario: Scenario) -> Scenario:
+        """The scenario at this profile's scale."""
+        params = merge_params(scenario.params, self.params)
+        return replace(scenario, params=merge_params(params, self.scenario_params.get(scenario.name, {})))
+
+    def unsupported(self, *, gpus: int, variant: str) -> str:
+        """Why a host with ``gpus`` leasable GPUs and runtimes of ``variant`` cannot run this
+        profile ("" when it can)."""
+        if self.accelerator != "cuda":
+            return ""
+        if not gpus:
+            return f"profile {self.name!r} needs NVIDIA GPUs and this host's device pool has none"
+        if variant != "cuda":
+            return (
+                f"profile {self.name!r} needs the cuda runtime variant, not {variant!r}: pass --accelerator "
+                "cuda (or set TRAINFAIL_RUNTIME_VARIANT=cuda); `trainfail runtimes build --accelerator cuda` builds it"
+            )
+        return ""
+
+
+def merge_params(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``overrides`` laid over it; tables merge key by key, anything else is replaced."""
+    merged = dict(base)
+    for key, value in overrides.items():
+        old = merged.get(key)
+        merged[key] = merge_params(old, value) if isinstance(old, Mapping) and isinstance(value, Mapping) else value
+    return merged
 
 
 @dataclass(frozen=True)
@@ -130,6 +188,10 @@ class CaseSpec:
     artifact_limit_mb: int = 1024
     #: The private diagnosis rubric (``grader/diagnosis/rubric.toml``), if the case has one.
     rubric: Rubric | None = None
+    #: The scales the case can run at besides the default (:meth:`with_profile`).
+    profiles: Mapping[str, Profile] = field(default_factory=dict)
+    #: The scale this spec is at; ``scenarios`` and ``check_command`` are that profile's.
+    profile: str = DEFAULT_PROFILE
 
     @property
     def kit_dir(self) -> Path:
@@ -189,6 +251,24 @@ class CaseSpec:
             self.root, include=("case.toml", "grader"), exclude=("__pycache__", "*.pyc", f"grader/{DIAGNOSIS_DIR}")
         )
 
+    def with_profile(self, name: str | None) -> CaseSpec:
+        """This case at the scale of profile ``name`` (``None``: unchanged): every scenario's
+        params with the profile's laid over them, and the profile's check command."""
+        if name is None or name == self.profile:
+            return self
+        if self.profile != DEFAULT_PROFILE:
+            raise TrainFailError(f"{self.id} is already at profile {self.profile!r}; choose a profile once")
+        if name not in self.profiles:
+            known = ", ".join([DEFAULT_PROFILE, *self.profiles])
+            raise TrainFailError(f"case {self.id} has no profile {name!r}; it has: {known}")
+        chosen = self.profiles[name]
+        return replace(
+            self,
+            profile=name,
+            scenarios=tuple(chosen.apply(s) for s in self.scenarios),
+            check_command=chosen.check_command or self.check_command,
+        )
+
     def scenario(self, name: str) -> Scenario:
         """Look a scenario up by name."""
         for scenario in self.scenarios:
@@ -236,6 +316,9 @@ def load_case(root: Path) -> CaseSpec:
     kit = reader.string("grader.kit", default="kit")
     _check_folders(root)
     _check_kit(root, kit)
+    scenarios_path = root / "grader" / SCENARIOS_FILE
+    scenarios = load_scenarios(scenarios_path)
+    profiles = load_profiles(reader, scenarios_path, scenarios)
     return CaseSpec(
         id=case_id,
         root=root,
@@ -263,8 +346,9 @@ def load_case(root: Path) -> CaseSpec:
         workspace_exclude=tuple(reader.strings("workspace.exclude", default=[])),
         check_command=reader.string("workspace.check_command", default=""),
         oracle_command=tuple(reader.strings("grader.oracle_command", default=[])),
-        scenarios=load_scenarios(root / "grader" / SCENARIOS_FILE),
+        scenarios=scenarios,
         rubric=load_rubric(root / "grader", root / "workspace"),
+        profiles=profiles,
     )
 
 
@@ -284,6 +368,9 @@ def load_scenarios(path: Path) -> tuple[Scenario, ...]:
         params = entry.get("params", {})
         if not isinstance(params, dict):
             reader.fail("params", "expected a table")
+        overrides = entry.get("profile", {})
+        if not isinstance(overrides, dict) or not all(isinstance(v, dict) for v in overrides.values()):
+            reader.fail("profile", "expected [scenario.profile.<name>] tables of params")
         scenarios.append(
             Scenario(
                 name=reader.string("name"),
@@ -303,6 +390,72 @@ def load_scenarios(path: Path) -> tuple[Scenario, ...]:
             f"{path}: a case needs at least one healthy control and one failure scenario; found only {sorted(kinds)}"
         )
     return tuple(scenarios)
+
+
+def load_profiles(case: _Reader, scenarios_path: Path, scenarios: tuple[Scenario, ...]) -> dict[str, Profile]:
+    """The profiles ``case.toml`` declares, with the scale parameters ``grader/scenarios.toml``
+    gives each; a profile one file names and the other does not is refused."""
+    declared = case.data.get("profiles", {})
+    if not isinstance(declared, dict):
+        case.fail("profiles", "expected a table of [profiles.<name>] tables")
+    data = _read_toml(scenarios_path)
+    private = data.get("profile", {})
+    if not isinstance(private, dict):
+        raise CaseDefinitionError(f"{scenarios_path}: profile: expected [profile.<name>] tables")
+    profiles: dict[str, Profile] = {}
+    for name, table in declared.items():
+        where = f"profiles.{name}"
+        if name == DEFAULT_PROFILE or not PROFILE_NAME_RE.match(name):
+            case.fail(where, f"a profile name is lowercase letters, digits and '-', and not {DEFAULT_PROFILE!r}")
+        if not isinstance(table, dict):
+            case.fail(where, "expected a table")
+        unknown = sorted(set(table) - PROFILE_KEYS)
+        if unknown:
+            case.fail(f"{where}.{unknown[0]}", f"unknown key; valid keys here: {', '.join(sorted(PROFILE_KEYS))}")
+        summary = case.string(f"{where}.summary").strip()
+        if not summary:
+            case.fail(f"{where}.summary", "say what the profile scales (model, sequence, updates)")
+        accelerator = case.string(f"{where}.accelerator", default="cpu")
+        if accelerator not in PROFILE_ACCELERATORS:
+            case.fail(f"{where}.accelerator", f"expected one of {PROFILE_ACCELERATORS}, found {accelerator!r}")
+        params, per_scenario = _profile_params(scenarios_path, private.get(name, {}), data, name, scenarios)
+        if not params and not per_scenario:
+            raise CaseDefinitionError(
+                f"{scenarios_path}: profile {name!r} (declared in case.toml) changes no scenario; give it "
+                f"[profile.{name}.params] or [scenario.profile.{name}] tables"
+            )
+        profiles[name] = Profile(
+            name=name,
+            summary=summary,
+            accelerator=accelerator,
+            check_command=case.string(f"{where}.check_command", default=""),
+            params=params,
+            scenario_params=per_scenario,
+        )
+    named = set(private) | {p for entry in data.get("scenario", []) for p in entry.get("profile", {})}
+    undeclared = sorted(named - set(profiles))
+    if undeclared:
+        raise CaseDefinitionError(
+            f"{scenarios_path}: profile {undeclared[0]!r} is not declared in case.toml; add [profiles.{undeclared[0]}] "
+            "there (summary, accelerator) or remove its tables here"
+        )
+    return profiles
+
+
+def _profile_params(
+    path: Path, table: Any, data: Mapping[str, Any], name: str, scenarios: tuple[Scenario, ...]
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    if not isinstance(table, dict) or set(table) - {"params"} or not isinstance(table.get("params", {}), dict):
+        raise CaseDefinitionError(f"{path}: profile.{name}: expected one table, [profile.{name}.params]")
+    per_scenario: dict[str, dict[str, Any]] = {}
+    for scenario, entry in zip(scenarios, data.get("scenario", []), strict=True):
+        value = entry.get("profile", {}).get(name)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            raise CaseDefinitionError(f"{path}: scenario {scenario.name!r}: profile.{name}: expected a table of params")
+        per_scenario[scenario.name] = value
+    return dict(table.get("params", {})), per_scenario
 
 
 def _check_folders(root: Path) -> None:

@@ -55,7 +55,7 @@ from gym_trainfail.batch.plan import DEFAULT_MAX_ATTEMPTS
 from gym_trainfail.batch.progress import describe, episode_progress
 from gym_trainfail.batch.ray_runner import RayRunner, describe_cluster
 from gym_trainfail.batch.runner import Runner
-from gym_trainfail.cases import CaseSpec
+from gym_trainfail.cases import DEFAULT_PROFILE, CaseSpec
 from gym_trainfail.devices import DevicePool, GpuInfo, query_gpus
 from gym_trainfail.diagnosis.fixtures import FixtureCheck
 from gym_trainfail.diagnosis.judges import Judge
@@ -100,6 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     debug = bool(getattr(args, "debug", False))
     try:
+        _select_accelerator(args)
         return int(args.handler(args) or 0)
     except TrainFailError as exc:
         return _fail(str(exc), exc, debug)
@@ -194,7 +195,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--dry-run",
         action="store_true",
-        help="lock: resolve (package metadata only) and show what the lock would pin; write nothing",
+        help="lock: resolve (package metadata only) and show what the lock would pin; build: check that pip "
+        "would install exactly the lock's artifacts here (metadata only) and show the build plan; write nothing",
     )
     p.add_argument("--json", action="store_true")
 
@@ -228,6 +230,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="run directory (default: runs/<time>-<case>-<arm>-<agent>)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-grade", action="store_true", help="do not grade at the end (reward 0, deferred)")
+    _scale_options(p)
     p.add_argument("--json", action="store_true")
 
     p = command("grade", cmd_grade, "grade every revision of an episode, or one patch or tree of a case")
@@ -237,6 +240,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tree", type=Path, help="a folder holding a whole workspace")
     p.add_argument("--sandbox", default="auto")
     p.add_argument("--no-cache", action="store_true", help="grade again even when a receipt exists")
+    _scale_options(p, note="with --case; an episode is graded at the profile it ran at")
     _judge_options(p)
     p.add_argument("--json", action="store_true")
 
@@ -246,6 +250,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=2, help="runs of the unmodified workspace (default 2)")
     p.add_argument("--wrong-repairs", action="store_true", help="also grade the case's wrong repairs")
     p.add_argument("--out", type=Path, help="also write the result as JSON here")
+    _scale_options(p)
     _judge_options(p)
     p.add_argument("--json", action="store_true")
 
@@ -286,6 +291,7 @@ def _batch_parsers(command: Callable[[str, Callable[[argparse.Namespace], int], 
     p.add_argument("--parallel-scenarios", type=int, default=1, help="scenarios of one revision at once (default 1)")
     p.add_argument("--agent-option", action="append", default=[], metavar="AGENT:KEY=VALUE",
                    help="an option for one agent (repeatable; values parsed as JSON when they can be)")  # fmt: skip
+    _scale_options(p, note="for a new batch; every case runs at it")
     _judge_options(p)
     p.add_argument("--json", action="store_true")
 
@@ -303,6 +309,16 @@ def _accelerator_option(p: argparse.ArgumentParser) -> None:
         help=f"runtime variant: torch's CPU or CUDA build (default: ${VARIANT_ENV}, else {DEFAULT_VARIANT}); "
         "it is part of the runtime's digest and of its image's tag",
     )
+
+
+def _scale_options(p: argparse.ArgumentParser, note: str = "") -> None:
+    """``--profile`` (the scale a case runs at) and ``--accelerator`` (the runtime it runs on)."""
+    p.add_argument(
+        "--profile",
+        help="the case's scale: 'default' (the CPU dev scale its scenarios are written for) or a profile the "
+        f"case declares, e.g. 'native' on GPU hosts (`trainfail cases` lists them){'; ' + note if note else ''}",
+    )
+    _accelerator_option(p)
 
 
 def _select_accelerator(args: argparse.Namespace) -> None:
@@ -356,6 +372,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         "runtimes": runtimes,
         "cases": registry.ids(),
         "cases_runnable_in_full": _runnable_cases(registry, pool.size),
+        "profiles": _profiles_here(registry, pool.size if pool.kind == "gpu" else 0),
         "refused_cases": registry.refused,
         "agents": agent_names(),
     }
@@ -392,6 +409,16 @@ def _runnable_cases(registry: Registry, devices: int) -> dict[str, str]:
     return found
 
 
+def _profiles_here(registry: Registry, gpus: int) -> dict[str, str]:
+    """Each case's profiles beyond ``default``: usable here, or why not."""
+    found = {}
+    for case in registry:
+        for profile in case.profiles.values():
+            why = profile.unsupported(gpus=gpus, variant=runtime_variant())
+            found[f"{case.id} {profile.name}"] = f"no: {why}" if why else f"yes ({profile.accelerator})"
+    return found
+
+
 def cmd_cases(args: argparse.Namespace) -> int:
     registry = default_registry()
     cases = list(registry)
@@ -418,17 +445,19 @@ def cmd_cases(args: argparse.Namespace) -> int:
                 "scenarios": len(c.scenarios),
                 "sources": list(c.provenance["sources"]),
                 "folder": str(c.root),
+                "profiles": {p.name: {"summary": p.summary, "accelerator": p.accelerator} for p in c.profiles.values()},
             }
             for c in cases
         ]
         print(json.dumps({"cases": rows, "refused": registry.refused}, indent=2))
         return 0 if cases else 1
     table = Table(title="registered cases")
-    for column in ("id", "title", "ranks", "scenarios", "source"):
+    for column in ("id", "title", "ranks", "scenarios", "profiles", "source"):
         table.add_column(column)
     for c in cases:
         ranks = f"{c.topology.world_size} (TP {c.topology.tensor_parallel})"
-        table.add_row(escape(c.id), escape(c.title), ranks, str(len(c.scenarios)),
+        profiles = "\n".join([DEFAULT_PROFILE, *(f"{p.name} ({p.accelerator})" for p in c.profiles.values())])
+        table.add_row(escape(c.id), escape(c.title), ranks, str(len(c.scenarios)), escape(profiles),
                       escape("\n".join(c.provenance["sources"])))  # fmt: skip
     out.print(table)
     for folder, reason in registry.refused.items():
@@ -437,7 +466,6 @@ def cmd_cases(args: argparse.Namespace) -> int:
 
 
 def cmd_runtimes(args: argparse.Namespace) -> int:
-    _select_accelerator(args)
     if args.action == "list":
         found = list_runtimes()
         if args.json:
@@ -451,6 +479,8 @@ def cmd_runtimes(args: argparse.Namespace) -> int:
     arms = sorted(ARMS) if args.arm == "all" else [args.arm]
     if args.action == "lock" and args.dry_run:
         return _lock_plans(args, arms)
+    if args.action == "build" and args.dry_run:
+        return _build_plans(args, arms)
     if args.action == "lock":
         from gym_trainfail.runtimes import lock_runtime
 
@@ -483,6 +513,27 @@ def _lock_plans(args: argparse.Namespace, arms: list[str]) -> int:
     return 1 if any(p.problem for p in plans) else 0
 
 
+def _build_plans(args: argparse.Namespace, arms: list[str]) -> int:
+    """``runtimes build --dry-run``: would each lock install here, and what the build would do."""
+    from gym_trainfail.runtimes import plan_build
+
+    plans = [plan_build(arm, progress=lambda line: err.print(escape(f"  {line}"))) for arm in arms]
+    if args.json:
+        print(json.dumps([dataclasses.asdict(p) for p in plans], indent=2))
+    for plan in [] if args.json else plans:
+        state = "built" if plan.built else "not built"
+        out.print(escape(f"{plan.arm} ({plan.variant}): {plan.runtime} ({state})"))
+        out.print(escape(f"  from {plan.lock}: {plan.packages} packages, torch {plan.torch or '-'}"))
+        out.print(escape(f"  {plan.wheels} wheels, built from sdists: {', '.join(plan.sdists) or 'none'}"))
+        out.print(escape(f"  accelerator packages: {', '.join(plan.accelerator_packages) or 'none'}"))
+        out.print(escape(f"  then: {', '.join(plan.hooks)}"))
+        for problem in plan.problems:
+            out.print(escape(f"  refused: {problem}"))
+        if not plan.problems:
+            out.print("  pip would install exactly the lock's artifacts (versions and sha256 checked)")
+    return 1 if any(p.problems for p in plans) else 0
+
+
 def _ensure_runtime(arm: str) -> None:
     try:
         find_runtime(arm)
@@ -497,7 +548,6 @@ def _build_with_progress(arm: str, *, force: bool) -> Runtime:
 
 
 def cmd_images(args: argparse.Namespace) -> int:
-    _select_accelerator(args)
     try:  # imported here, not at the top: the `docker` extra is optional
         from gym_trainfail.sandbox import docker_image as images
     except ImportError as missing:
@@ -535,7 +585,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         if not args.case or not args.agent:
             raise TrainFailError("run needs --case and --agent (or --resume RUN_DIR)")
-        case = resolve_case(args.case)
+        case = resolve_case(args.case).with_profile(args.profile)
         _check_sandbox(args.sandbox)
         options = _agent_options(args)
         agent = load_agent(args.agent, **options)
@@ -584,6 +634,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
             return _fail(str(exc), exc, bool(getattr(args, "debug", False)), status=2)
     if args.run_dir is None:
         raise TrainFailError("give an episode's run directory, or --case ID with --patch FILE or --tree DIR")
+    if args.profile:
+        raise TrainFailError("--profile goes with --case; an episode is graded at the profile it ran at")
     if not (args.run_dir / "episode.json").exists():
         raise TrainFailError(f"{args.run_dir} is not an episode run directory (no episode.json)")
     _check_sandbox(args.sandbox)
@@ -606,7 +658,7 @@ def _grade_submission(args: argparse.Namespace) -> int:
         raise TrainFailError(f"--patch {args.patch}: no such file")
     if args.tree is not None and not args.tree.is_dir():
         raise TrainFailError(f"--tree {args.tree}: no such folder")
-    case = resolve_case(args.case)
+    case = resolve_case(args.case).with_profile(args.profile)
     _check_sandbox(args.sandbox)
     _ensure_runtime("control")
     with tempfile.TemporaryDirectory(prefix="trainfail-grade-cli-") as scratch:
@@ -666,7 +718,7 @@ def _grade_with_progress(run_dir: Path, sandbox: str, judge: Judge | None = None
 
 
 def cmd_qualify(args: argparse.Namespace) -> int:
-    case = resolve_case(args.case)
+    case = resolve_case(args.case).with_profile(args.profile)
     judge = _judge(args)
     _check_sandbox(args.sandbox)
     _ensure_runtime("control")
@@ -691,7 +743,8 @@ def cmd_qualify(args: argparse.Namespace) -> int:
 
 
 def _print_qualification(case: CaseSpec, result: Qualification) -> None:
-    table = Table(title=f"qualification of {case.id}")
+    at = "" if case.profile == DEFAULT_PROFILE else f" at profile {case.profile}"
+    table = Table(title=f"qualification of {case.id}{at}")
     table.add_column("scenario")
     table.add_column("kind")
     for variant in result.variants:
@@ -785,11 +838,15 @@ def cmd_batch(args: argparse.Namespace) -> int:
 def _batch_plan(args: argparse.Namespace, layout: RunLayout) -> BatchPlan:
     given = [args.cases, args.arms, args.agents, args.trials]
     if all(v is None for v in given):
-        return load_plan(layout)
+        plan = load_plan(layout)
+        if args.profile and args.profile != plan.spec.profile:
+            raise TrainFailError(f"{layout.root} holds a batch at profile {plan.spec.profile!r}; resume it without "
+                                 f"--profile, or give a new --out for profile {args.profile!r}")  # fmt: skip
+        return plan
     if any(v is None for v in given):
         raise TrainFailError("a new batch needs --cases, --arms, --agents and --trials (or none, to resume --out)")
     plan = make_plan(
-        resolve_cases(args.cases),
+        [case.with_profile(args.profile) for case in resolve_cases(args.cases)],
         [a.strip() for a in args.arms.split(",") if a.strip()],
         args.agents,
         args.trials,

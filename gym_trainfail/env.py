@@ -26,7 +26,7 @@ import gymnasium
 from gym_trainfail import text
 from gym_trainfail.arms import get_arm
 from gym_trainfail.call_records import RecordedCall, record_call
-from gym_trainfail.cases import Budgets, CaseSpec
+from gym_trainfail.cases import DEFAULT_PROFILE, Budgets, CaseSpec
 from gym_trainfail.devices import DevicePool
 from gym_trainfail.errors import (
     GradingError,
@@ -40,7 +40,7 @@ from gym_trainfail.ledger import Ledger, read_events, summarize
 from gym_trainfail.paths import episodes_dir, home
 from gym_trainfail.registry import get_case
 from gym_trainfail.revisions import Checkpoints, RevisionLog, restore
-from gym_trainfail.runtimes import DECOY_DIR, Runtime, find_runtime
+from gym_trainfail.runtimes import DECOY_DIR, Runtime, find_runtime, runtime_variant
 from gym_trainfail.sandbox import (
     Limits,
     Mount,
@@ -75,6 +75,7 @@ class TrainFailEnv(gymnasium.Env[str, str]):
         case_id: str | None = None,
         *,
         case: CaseSpec | None = None,
+        profile: str | None = None,
         arm: str = "control",
         sandbox: str = "auto",
         run_dir: str | Path | None = None,
@@ -89,11 +90,16 @@ class TrainFailEnv(gymnasium.Env[str, str]):
             if case_id is None:
                 raise TrainFailError("TrainFailEnv needs a case id, e.g. 'TrainFail/DDPTokenAverage-v0'")
             case = get_case(case_id)
-        self.case = case
+        self.case = case = case.with_profile(profile)
         self.arm = get_arm(arm)
         self.backend = resolve_backend(sandbox)
         self.grade_on_end = grade_on_end
         self.pool = device_pool or DevicePool(backend=self.backend)
+        if case.profile != DEFAULT_PROFILE:
+            gpus = self.pool.size if self.pool.kind == "gpu" else 0
+            why = case.profiles[case.profile].unsupported(gpus=gpus, variant=runtime_variant())
+            if why:
+                raise TrainFailError(f"{case.id} cannot run at profile {case.profile!r} here: {why}")
         self.limits = limits or Limits()
         self.budgets = _override_budgets(case.budgets, budgets or {})
         self.render_mode = render_mode
@@ -136,6 +142,7 @@ class TrainFailEnv(gymnasium.Env[str, str]):
             "case": self.case.id,
             "case_hash": self.case.content_hash(),
             "case_root": str(self.case.root),
+            "profile": self.case.profile,
             "arm": self.arm.name,
             "sandbox": episode.sandbox.backend,
             "runtime": runtime.digest,
@@ -198,10 +205,11 @@ class TrainFailEnv(gymnasium.Env[str, str]):
             events = read_events(run_dir / "ledger.jsonl")
         except (OSError, json.JSONDecodeError) as exc:
             raise TrainFailError(f"{run_dir} is not a resumable episode: {exc}") from None
-        if meta.get("case") != self.case.id or meta.get("arm") != self.arm.name:
+        ran = (meta.get("case"), meta.get("arm"), meta.get("profile", DEFAULT_PROFILE))
+        if ran != (self.case.id, self.arm.name, self.case.profile):
             raise TrainFailError(
-                f"{run_dir} is an episode of {meta.get('case')} ({meta.get('arm')}), "
-                f"not {self.case.id} ({self.arm.name})"
+                f"{run_dir} is an episode of {ran[0]} ({ran[1]}, profile {ran[2]}), "
+                f"not {self.case.id} ({self.arm.name}, profile {self.case.profile})"
             )
         if any(e["event"] == "finish" and e.get("reason") not in ("close", "interrupted") for e in events):
             raise TrainFailError(f"{run_dir} has already finished; it cannot be resumed")

@@ -244,10 +244,12 @@ def grade_run(
 
 
 def episode_case(meta: dict[str, Any]) -> CaseSpec:
-    """The case an episode ran: by registered id, else from the folder it was loaded from."""
+    """The case an episode ran, at its profile: by registered id, else from the folder it was
+    loaded from."""
     try:
-        return get_case(meta["case"])
+        case = get_case(meta["case"])
     except UnknownCaseError:
-        if meta.get("case_root") and Path(meta["case_root"], "case.toml").exists():
-            return load_case(Path(meta["case_root"]))
-        raise
+        if not (meta.get("case_root") and Path(meta["case_root"], "case.toml").exists()):
+            raise
+        case = load_case(Path(meta["case_root"]))
+    return case.with_profile(meta.get("profile"))

@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from gym_trainfail.cases import CaseSpec, Scenario
+from gym_trainfail.cases import DEFAULT_PROFILE, CaseSpec, Scenario
 from gym_trainfail.devices import DevicePool, Lease
 from gym_trainfail.errors import GradingError
 from gym_trainfail.files import read_json_object, write_json
@@ -240,7 +240,10 @@ class Grader:
         self.cache = cache
         self.parallel_scenarios = parallel_scenarios
         self.group_scenarios = group_scenarios
-        self.grader_hash = bytes_digest(f"{case.grader_hash()}:{self.runtime.digest}:{harnesslib_digest()}".encode())
+        # The profile is part of the grader's version: a tree graded at one scale has no receipt at another.
+        scale = "" if case.profile == DEFAULT_PROFILE else f":profile={case.profile}"
+        version = f"{case.grader_hash()}{scale}:{self.runtime.digest}:{harnesslib_digest()}"
+        self.grader_hash = bytes_digest(version.encode())
         command = case.oracle_command
         self.oracles = OracleCache(self, command, persistent=oracle_cache) if command else None
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gym_trainfail.cases import CaseSpec
+from gym_trainfail.cases import DEFAULT_PROFILE, CaseSpec
 from gym_trainfail.diagnosis.fixtures import FixtureCheck, check_fixtures
 from gym_trainfail.diagnosis.judges import Judge, RubricJudge
 from gym_trainfail.files import apply_patch
@@ -73,6 +73,8 @@ class Qualification:
     """The verdict of the gate, with every graded variant and the reasons for a refusal."""
 
     case: str
+    #: The scale it was qualified at (``default``, or a profile the case declares).
+    profile: str = DEFAULT_PROFILE
     variants: list[VariantResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -88,6 +90,7 @@ class Qualification:
     def to_json(self) -> dict[str, object]:
         return {
             "case": self.case,
+            "profile": self.profile,
             "admitted": self.admitted,
             "problems": self.problems,
             "seconds": round(self.seconds, 1),
@@ -131,7 +134,7 @@ def qualify(
     """Run the admission gate on ``case`` (its rubric's fixtures judged by ``judge``, the
     deterministic rubric judge by default)."""
     started = time.monotonic()
-    result = Qualification(case=case.id, forced_settings=forced_settings(case))
+    result = Qualification(case=case.id, profile=case.profile, forced_settings=forced_settings(case))
     result.problems.extend(leak_scan(case))
     if case.rubric is not None:
         judge = judge or RubricJudge()
@@ -153,7 +156,9 @@ def qualify(
     variants: list[tuple[str, str, Path | None, Grader]] = [
         (f"unmodified#{i + 1}", "unmodified", None, grouped if i % 2 else single) for i in range(repeats)
     ]
-    variants.append(("reference", "reference", case.reference_patch, single))
+    # The reference is graded the way episodes are (in scenario groups); single launches and
+    # groups are compared on the unmodified workspace above.
+    variants.append(("reference", "reference", case.reference_patch, grouped))
     if wrong_repairs:
         variants += [(f"wrong:{name}", "wrong", patch, grouped) for name, patch in case.wrong_repairs.items()]
         variants += [(f"forgery:{name}", "forgery", patch, grouped) for name, patch in case.forgeries.items()]

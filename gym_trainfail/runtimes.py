@@ -334,11 +334,12 @@ def _parse_pin(line: str, path: Path) -> Pin:
 
 def write_lock(path: Path, arm: Arm, python_version: str, variant: str, pins: list[Pin], tools: list[Pin]) -> None:
     """Write a lock: a header (what it was resolved from) and one hashed pin per package."""
+    accelerator = "" if variant == DEFAULT_VARIANT else f" --accelerator {variant}"
     header = [
         f"# The locked {arm.name} runtime: every package of {arm.requirements} resolved to one version",
         "# and the sha256 of the artifact pip installs on this platform. Installed with",
         "# `pip install --require-hashes --no-deps`. Made by `trainfail runtimes lock "
-        f"--arm {arm.name}`; do not edit by hand.",
+        f"--arm {arm.name}{accelerator}`; do not edit by hand.",
         f"# inputs: {lock_inputs(arm, python_version, variant)}",
         f"# python: {python_version}",
         f"# platform: {platform_tag()}",
@@ -415,7 +416,7 @@ def plan_lock(arm_name: str, *, progress: Progress = lambda _: None) -> LockPlan
 def lock_plan(arm: Arm, variant: str, version: str, pins: list[Pin]) -> LockPlan:
     """The summary of a resolution, with the variant's verdict on it."""
     torch = next((p.version for p in pins if _normalize(p.name) == "torch"), "")
-    accelerator = tuple(sorted(p.name for p in pins if _normalize(p.name).startswith(("nvidia-", "triton"))))
+    accelerator = _accelerator_packages(pins)
     try:
         _check_variant(pins, variant, arm)
         problem = ""
@@ -432,7 +433,7 @@ def resolve_lock(
     variant = runtime_variant()
     python = base_interpreter()
     version, _ = _interpreter_facts(python)
-    env = cuda_pip_env() if variant == "cuda" else {}
+    env = variant_pip_env(variant)
     scratch_parent = home() / "tmp"
     scratch_parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="trainfail-lock-", dir=scratch_parent) as scratch:
@@ -464,6 +465,99 @@ def cuda_pip_env() -> dict[str, str]:
         "PIP_INDEX_URL": os.environ.get("TRAINFAIL_CUDA_INDEX_URL", "https://pypi.org/simple"),
         **dict.fromkeys(_LOCAL_PIP_SETTINGS, ""),
     }
+
+
+def variant_pip_env(variant: str) -> dict[str, str]:
+    """What pip needs in its environment to resolve or install a variant's packages: nothing for
+    ``cpu`` (the host's pip settings reach its ``+cpu`` torch), :func:`cuda_pip_env` for ``cuda``
+    (those settings would offer the CPU build under the CUDA build's pin, and the hash check
+    would refuse it)."""
+    return cuda_pip_env() if variant == "cuda" else {}
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """What ``runtimes build`` would install for one arm (``--dry-run``: pip resolves the lock
+    from package metadata; nothing is downloaded, built or written)."""
+
+    arm: str
+    variant: str
+    runtime: str
+    lock: str
+    torch: str
+    packages: int
+    wheels: int
+    sdists: tuple[str, ...]
+    accelerator_packages: tuple[str, ...]
+    hooks: tuple[str, ...]
+    built: bool
+    problems: tuple[str, ...] = ()
+
+
+def plan_build(arm_name: str, *, progress: Progress = lambda _: None) -> BuildPlan:
+    """Check, without installing anything, that the arm's lock installs here: pip resolves it in
+    hash-checking mode *with* dependencies (a dependency missing from the lock is refused), from
+    the index the variant installs from, and every artifact it picks must be a pin of the lock
+    carrying one of the pin's hashes. Problems are reported in ``problems``, not raised."""
+    arm = get_arm(arm_name)
+    variant = runtime_variant()
+    python = base_interpreter()
+    root, _, version, _ = runtime_root(arm, python)
+    lock = check_lock(arm, version, variant)
+    problems: list[str] = []
+    resolved: list[Pin] = []
+    sdists: list[str] = []
+    scratch_parent = home() / "tmp"
+    scratch_parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="trainfail-plan-", dir=scratch_parent) as scratch:
+        venv, log = Path(scratch) / "venv", Path(scratch) / "plan.log"
+        progress(f"resolving {lock.path.name} with pip in hash-checking mode (python {version}, variant {variant})")
+        _run([str(python), "-m", "venv", str(venv)], log)
+        requirements = ["--require-hashes", "-r", str(lock.path)]
+        try:
+            pip_env = variant_pip_env(variant)
+            resolved, sdists = _resolve(venv / "bin" / "python", requirements, Path(scratch), log, pip_env)
+        except TrainFailError as exc:
+            problems.append(f"pip cannot install the lock as it stands: {exc}")
+    problems.extend(_lock_mismatches(lock, resolved) if resolved else [])
+    try:
+        _check_variant(list(lock.pins), variant, arm)
+    except TrainFailError as exc:
+        problems.append(str(exc))
+    return BuildPlan(
+        arm=arm.name,
+        variant=variant,
+        runtime=str(root),
+        lock=str(lock.path),
+        torch=next((p.version for p in lock.pins if _normalize(p.name) == "torch"), ""),
+        packages=len(lock.pins),
+        wheels=len(resolved) - len(sdists),
+        sdists=tuple(sdists),
+        accelerator_packages=_accelerator_packages(list(lock.pins)),
+        hooks=(*arm_hooks(arm), *(script.name for script in postbuild_scripts())),
+        built=(root / COMPLETE_MARKER).exists(),
+        problems=tuple(problems),
+    )
+
+
+def _accelerator_packages(pins: list[Pin]) -> tuple[str, ...]:
+    return tuple(sorted(p.name for p in pins if _normalize(p.name).startswith(("nvidia-", "triton"))))
+
+
+def _lock_mismatches(lock: Lock, resolved: list[Pin]) -> list[str]:
+    """Where pip's choice differs from the lock: a package not pinned, a pin not installed, a
+    version or an artifact hash the lock does not hold."""
+    pinned = {_normalize(p.name): p for p in lock.pins}
+    chosen = {_normalize(p.name): p for p in resolved}
+    problems = [f"{chosen[n].requirement} would be installed, not pinned" for n in sorted(chosen.keys() - pinned)]
+    problems += [f"{pinned[n].requirement} is pinned, would not be installed" for n in sorted(pinned.keys() - chosen)]
+    for name in sorted(pinned.keys() & chosen.keys()):
+        pin, pick = pinned[name], chosen[name]
+        if pick.version != pin.version:
+            problems.append(f"{pin.name}: the lock pins {pin.version}, pip picks {pick.version}")
+        elif not set(pick.hashes) & set(pin.hashes):
+            problems.append(f"{pin.requirement}: pip's artifact has sha256 {pick.hashes[0][:16]}…, not one in the lock")
+    return problems
 
 
 def _resolve(
@@ -576,7 +670,8 @@ def build_runtime(arm_name: str, *, progress: Progress = lambda _: None, force: 
         started = time.monotonic()
         progress(f"creating virtual environment with {python}")
         _run([str(python), "-m", "venv", str(runtime.venv)], log)
-        progress(f"installing {lock.path.name} ({len(lock.pins)} packages, hash-checked; torch is the CPU build)")
+        torch = next((p.version for p in lock.pins if _normalize(p.name) == "torch"), "none")
+        progress(f"installing {lock.path.name} ({len(lock.pins)} packages, hash-checked; torch {torch})")
         _run(
             [
                 str(runtime.python),
@@ -590,7 +685,7 @@ def build_runtime(arm_name: str, *, progress: Progress = lambda _: None, force: 
                 str(lock.path),
             ],
             log,
-            extra_env={"DS_BUILD_OPS": "0", "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+            extra_env={"DS_BUILD_OPS": "0", "PIP_DISABLE_PIP_VERSION_CHECK": "1", **variant_pip_env(variant)},
         )
         _run([str(runtime.python), "-m", "pip", "check"], log)
         progress("installing the arm's start-up hooks (TrainCheck blocker or usage tracker)")

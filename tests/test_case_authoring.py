@@ -41,7 +41,7 @@ def test_gate_admits_the_scaffold_and_refuses_a_broken_case(
     case = scaffold_case("ToyMean", tmp_path)
     result = qualify(case, sandbox="bwrap", repeats=2)
     assert result.admitted, result.problems
-    assert [v.label for v in result.variants] == ["unmodified#1", "unmodified#2 (grouped)", "reference"]
+    assert [v.label for v in result.variants] == ["unmodified#1", "unmodified#2 (grouped)", "reference (grouped)"]
     # The same case with the failure scenario declared healthy is refused, with the reason.
     scenarios = case.grader_dir / "scenarios.toml"
     scenarios.write_text(scenarios.read_text().replace('kind = "failure"', 'kind = "healthy"', 1))
@@ -74,7 +74,7 @@ def test_echo_fixture_qualifies_with_wrong_repairs(echo_case: object, runtime: R
     assert statuses == {
         "unmodified#1": "fail",
         "unmodified#2 (grouped)": "fail",
-        "reference": "pass",
+        "reference (grouped)": "pass",
         "wrong:off-by-one-up (grouped)": "fail",
     }
 

@@ -106,6 +106,30 @@ def test_reference_episode_on_one_gpu(case_id: str, gpu_runtime: Runtime, tmp_pa
 
 
 @requires_gpu
+@pytest.mark.parametrize("case_id", [c.id for c in default_registry() if "native" in c.profiles])
+def test_native_profile_on_one_gpu(case_id: str, gpu_runtime: Runtime, tmp_path: Path) -> None:
+    """The reference repair at the ``native`` profile passes every scenario this node can run;
+    the rest are "not runnable here" (an incomplete grade, never a failure)."""
+    from gym_trainfail.files import apply_patch
+    from gym_trainfail.grading import Grader, not_runnable
+
+    if gpu_runtime.variant != "cuda":
+        pytest.skip("needs the 'cuda' runtime variant (TRAINFAIL_RUNTIME_VARIANT=cuda)")
+    case = default_registry().get(case_id).with_profile("native")
+    backend = next((b for b in ("bwrap", "docker") if b in _backends()), "process")
+    workspace = tmp_path / "workspace"
+    shutil.copytree(case.workspace_dir, workspace, symlinks=True)
+    apply_patch(workspace, case.reference_patch)
+    grader = Grader(case, sandbox=backend, runtime=gpu_runtime, cache=False)
+    assert grader.pool.kind == "gpu", grader.pool.cpu_reason
+    receipt = grader.grade_dir(workspace)
+    skipped = {o.scenario for o in not_runnable(receipt)}
+    ran = [o for o in receipt.outcomes if o.scenario not in skipped]
+    assert ran, f"no scenario of {case_id} fits {len(GPUS)} GPU(s)"
+    assert all(o.status == "pass" for o in ran), [(o.scenario, o.status, o.reason) for o in ran]
+
+
+@requires_gpu
 def test_qualification_on_gpus(gpu_runtime: Runtime) -> None:
     from gym_trainfail.qualify import qualify
 

@@ -363,3 +363,10 @@ def test_doctor_shows_gpus_variant_and_runnable_cases(fake_gpus: Path, monkeypat
     assert report["devices"].startswith("4 GPUs")
     assert report["cases_runnable_in_full"]
     assert all(v.startswith(("yes", "no: needs")) for v in report["cases_runnable_in_full"].values())
+    # GPUs are here but the runtime is the cpu variant: a cuda profile says what to pass.
+    assert "--accelerator cuda" in report["profiles"]["TrainFail/TPClipGradNorm-v0 native"]
+    monkeypatch.setenv("TRAINFAIL_RUNTIME_VARIANT", "cuda")
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert cli.main(["doctor", "--json"]) == 0
+    assert json.loads(buffer.getvalue())["profiles"]["TrainFail/TPClipGradNorm-v0 native"] == "yes (cuda)"

@@ -70,6 +70,78 @@ def test_every_arm_has_a_committed_cpu_lock_of_hashed_pins(arm_name: str) -> Non
         assert check_lock(arm, PYTHON, "cpu").pins == lock.pins
 
 
+@pytest.mark.parametrize("arm_name", sorted(ARMS))
+def test_every_arm_has_a_committed_cuda_lock_matching_its_cpu_lock(arm_name: str) -> None:
+    arm = get_arm(arm_name)
+    cuda, cpu = read_lock(lock_path(arm, "cuda")), read_lock(lock_path(arm, "cpu"))
+    assert cuda.fields["variant"] == "cuda"
+    assert "--accelerator cuda" in lock_path(arm, "cuda").read_text().splitlines()[2]
+    pins = {runtimes._normalize(pin.name): pin for pin in cuda.pins}
+    # torch's CUDA build (PyPI's manylinux wheel) of the same release as the CPU lock's, with the
+    # CUDA libraries it needs; everything else the two locks share is pinned to the same version.
+    cpu_pins = {runtimes._normalize(pin.name): pin for pin in cpu.pins}
+    assert pins["torch"].version == cpu_pins["torch"].version.removesuffix("+cpu")
+    assert {"nvidia-nccl-cu13", "nvidia-cublas", "nvidia-cudnn-cu13", "triton"} <= set(pins)
+    shared = set(pins) & set(cpu_pins) - {"torch"}
+    assert shared == set(cpu_pins) - {"torch"}
+    assert {name: pins[name].version for name in shared} == {name: cpu_pins[name].version for name in shared}
+    assert all(pin.hashes and all(len(h) == 64 for h in pin.hashes) for pin in cuda.pins)
+    runtimes._check_variant(list(cuda.pins), "cuda", arm)
+    if cuda.fields["python"] == PYTHON and cuda.fields["platform"] == runtimes.platform_tag():
+        assert check_lock(arm, PYTHON, "cuda").pins == cuda.pins
+
+
+def test_a_build_plan_reports_every_difference_from_the_lock() -> None:
+    lock = runtimes.Lock(
+        Path("requirements-control-cuda.lock"),
+        {},
+        (Pin("torch", "2.13.0", ("a" * 64,)), Pin("numpy", "2.4.0", ("b" * 64,)), Pin("gone", "1.0", ("c" * 64,))),
+        (),
+    )
+    resolved = [
+        Pin("torch", "2.13.0", ("f" * 64,)),  # another artifact than the one locked
+        Pin("numpy", "2.4.1", ("b" * 64,)),  # another version
+        Pin("extra", "0.1", ("d" * 64,)),  # a package the lock does not hold
+    ]
+    problems = runtimes._lock_mismatches(lock, resolved)
+    assert problems == [
+        "extra==0.1 would be installed, not pinned",
+        "gone==1.0 is pinned, would not be installed",
+        "numpy: the lock pins 2.4.0, pip picks 2.4.1",
+        f"torch==2.13.0: pip's artifact has sha256 {'f' * 16}…, not one in the lock",
+    ]
+    assert runtimes._lock_mismatches(lock, [Pin(p.name, p.version, p.hashes) for p in lock.pins]) == []
+
+
+@pytest.mark.slow
+def test_the_committed_cuda_lock_installs_here_as_planned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CUDA runtime's build plan, checked on a CPU host: pip resolves the committed lock in
+    hash-checking mode with dependencies, from PyPI (metadata only, no multi-GB download), and
+    picks exactly the locked versions and artifacts."""
+    monkeypatch.setenv(runtimes.VARIANT_ENV, "cuda")
+    plan = runtimes.plan_build("control")
+    assert plan.problems == ()
+    assert (plan.variant, plan.torch, plan.sdists) == ("cuda", "2.13.0", ("deepspeed",))
+    assert plan.wheels == plan.packages - 1
+    assert "nvidia-nccl-cu13" in plan.accelerator_packages
+    assert plan.hooks[-1] == "deepspeed_ops.py"
+
+
+@pytest.mark.slow
+def test_a_build_plan_refuses_a_lock_that_lost_a_dependency(containers: Path) -> None:
+    """The attack on the plan: a lock missing a transitive dependency would install (``--no-deps``)
+    and break at import; the plan's with-dependencies resolution refuses it."""
+    lock = lock_path(get_arm("control"), "cpu")
+    text = lock.read_text()
+    pin = next(p for p in read_lock(lock).pins if p.name.lower() == "filelock")
+    start = text.index(f"{pin.name}=={pin.version}")
+    end = text.index("\n", text.index(pin.hashes[-1], start))
+    lock.write_text(text[:start] + text[end + 1 :])
+    plan = runtimes.plan_build("control")
+    assert plan.problems and "pip cannot install the lock" in plan.problems[0]
+    assert "filelock" in plan.problems[0].lower()
+
+
 def test_lock_round_trips_through_write_and_read(containers: Path) -> None:
     arm = get_arm("control")
     pins = [Pin("torch", "2.13.0+cpu", ("a" * 64,)), Pin("Jinja2", "3.1.6", ("b" * 64, "c" * 64))]

@@ -133,6 +133,7 @@ def _episode_entry(
         "inputs": fingerprint,
         "episode": planned.id,
         "case": planned.case,
+        "profile": planned.profile,
         "arm": planned.arm,
         "agent": planned.agent,
         "trial": planned.trial,

@@ -17,7 +17,7 @@ from typing import Any
 from gym_trainfail.agent import agent_names
 from gym_trainfail.arms import ARMS
 from gym_trainfail.batch.layout import RunLayout
-from gym_trainfail.cases import CaseSpec, load_case
+from gym_trainfail.cases import DEFAULT_PROFILE, CaseSpec, load_case
 from gym_trainfail.errors import TrainFailError, UnknownCaseError
 from gym_trainfail.files import write_json
 from gym_trainfail.registry import default_registry, get_case, resolve_case
@@ -39,15 +39,18 @@ class PlannedEpisode:
     trial: int
     seed: int
     devices: int
+    profile: str = DEFAULT_PROFILE
 
     def case_spec(self) -> CaseSpec:
-        """The case, by registered id, else from its folder (cases that are not registered)."""
+        """The case at the planned profile, by registered id, else from its folder (cases that
+        are not registered)."""
         try:
-            return get_case(self.case)
+            case = get_case(self.case)
         except UnknownCaseError:
-            if Path(self.case_root, "case.toml").is_file():
-                return load_case(Path(self.case_root))
-            raise
+            if not Path(self.case_root, "case.toml").is_file():
+                raise
+            case = load_case(Path(self.case_root))
+        return case.with_profile(self.profile)
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ class BatchSpec:
     trials: int
     sandbox: str = "auto"
     agent_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    profile: str = DEFAULT_PROFILE
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -103,6 +107,7 @@ class BatchPlan:
                 trials=int(spec["trials"]),
                 sandbox=spec.get("sandbox", "auto"),
                 agent_options=spec.get("agent_options") or {},
+                profile=spec.get("profile", DEFAULT_PROFILE),
             ),
             episodes=tuple(PlannedEpisode(**e) for e in data["episodes"]),
             max_attempts=int(data.get("max_attempts", DEFAULT_MAX_ATTEMPTS)),
@@ -144,6 +149,7 @@ def make_plan(
         trials=trials,
         sandbox=sandbox,
         agent_options=options,
+        profile=_one_profile(cases),
     )
     episodes = [
         PlannedEpisode(
@@ -155,6 +161,7 @@ def make_plan(
             trial=trial,
             seed=trial,
             devices=case.topology.devices_per_job,
+            profile=case.profile,
         )
         for trial in range(1, trials + 1)
         for case in cases
@@ -162,6 +169,13 @@ def make_plan(
         for agent in agents
     ]
     return BatchPlan(spec=spec, episodes=tuple(episodes), max_attempts=max_attempts, created=time.time())
+
+
+def _one_profile(cases: Sequence[CaseSpec]) -> str:
+    profiles = sorted({c.profile for c in cases})
+    if len(profiles) > 1:
+        raise TrainFailError(f"a batch runs its cases at one profile, not {profiles}; run one batch per profile")
+    return profiles[0] if profiles else DEFAULT_PROFILE
 
 
 def episode_id(case: CaseSpec, arm: str, agent: str, trial: int) -> str:
@@ -220,5 +234,5 @@ def load_plan(layout: RunLayout) -> BatchPlan:
 def _describe(spec: BatchSpec) -> str:
     return (
         f"cases {list(spec.cases)}, arms {list(spec.arms)}, agents {list(spec.agents)}, "
-        f"{spec.trials} trial(s), sandbox {spec.sandbox}"
+        f"{spec.trials} trial(s), sandbox {spec.sandbox}, profile {spec.profile}"
     )

@@ -82,5 +82,6 @@ def _describe(batch: Batch) -> str:
     cases = ", ".join(spec.cases)
     return (
         f"Batch of {len(batch.plan.episodes)} episodes: cases {cases}; arms {', '.join(spec.arms)}; "
-        f"agents {', '.join(spec.agents)}; {spec.trials} trial(s) each; sandbox {spec.sandbox}."
+        f"agents {', '.join(spec.agents)}; {spec.trials} trial(s) each; sandbox {spec.sandbox}; "
+        f"profile {spec.profile}."
     )

@@ -121,7 +121,7 @@ def judge_scenario(sc: Scenario, artifacts: Path, run: dict[str, Any]) -> tuple[
     folder = artifacts / sc.name
     record = launch_record(folder)
     try:
-        obs = observe(folder, sc.steps, sc.tp)
+        obs = observe(folder, sc.steps, sc.tp, sc.state_limit_bytes)
     except ArtifactError as err:
         end = run_end(run, record, read_tail(folder / "job.log"))
         return unfinished(sc, end, str(err)), run_timings(record, None)

@@ -23,8 +23,8 @@ import torch
 State = dict[str, torch.Tensor]
 
 METRICS_LIMIT = 4 << 20
-STATE_LIMIT = 64 << 20
-STATE_UNPACKED_LIMIT = 128 << 20
+#: A rank's saved state may unpack to at most this multiple of its file size limit.
+STATE_UNPACK_RATIO = 2
 JSON_LIMIT = 64 << 10
 LOG_LIMIT = 256 << 10
 MAX_RECORDS = 100_000
@@ -139,14 +139,14 @@ def read_metrics(path: Path, steps: int) -> list[StepRecord]:
     return records
 
 
-def _checked_zip(data: bytes, name: str) -> None:
-    """A torch zip checkpoint whose members unpack to a bounded size."""
+def _checked_zip(data: bytes, name: str, limit: int) -> None:
+    """A torch zip checkpoint whose members unpack to at most ``limit`` bytes."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             unpacked = sum(info.file_size for info in archive.infolist())
     except (zipfile.BadZipFile, ValueError, OSError):
         raise ArtifactError(f"{name}: not a torch zip checkpoint") from None
-    if unpacked > STATE_UNPACKED_LIMIT:
+    if unpacked > limit:
         raise ArtifactError(f"{name}: unpacks to {unpacked} bytes")
 
 
@@ -168,10 +168,10 @@ def _module_state(blob: Any, name: str) -> State:
     return state
 
 
-def read_rank_state(path: Path) -> State:
-    """One rank's parameters from ``mp_rank_XX_model_states.pt``."""
-    data = read_bounded(path, STATE_LIMIT)
-    _checked_zip(data, path.name)
+def read_rank_state(path: Path, limit: int) -> State:
+    """One rank's parameters from ``mp_rank_XX_model_states.pt`` (at most ``limit`` bytes)."""
+    data = read_bounded(path, limit)
+    _checked_zip(data, path.name, STATE_UNPACK_RATIO * limit)
     try:
         blob = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 - any refusal of the safe loader is a bad file
@@ -180,17 +180,17 @@ def read_rank_state(path: Path) -> State:
     return _module_state(blob, path.name)
 
 
-def read_rank_states(ckpt_dir: Path, tp: int) -> list[State]:
+def read_rank_states(ckpt_dir: Path, tp: int, limit: int) -> list[State]:
     """Parameters of every rank 0..tp-1."""
-    return [read_rank_state(ckpt_dir / f"mp_rank_{rank:02d}_model_states.pt") for rank in range(tp)]
+    return [read_rank_state(ckpt_dir / f"mp_rank_{rank:02d}_model_states.pt", limit) for rank in range(tp)]
 
 
-def observe(run_dir: Path, steps: int, tp: int) -> Observation:
+def observe(run_dir: Path, steps: int, tp: int, state_limit: int) -> Observation:
     """Everything the verdict needs from the artifacts, or ArtifactError."""
     if not run_dir.is_dir() or run_dir.is_symlink():
         raise ArtifactError("the run left no artifacts folder for this scenario")
     return Observation(metrics=read_metrics(run_dir / "metrics.jsonl", steps),
-                       rank_states=read_rank_states(run_dir / "checkpoints" / "final", tp))
+                       rank_states=read_rank_states(run_dir / "checkpoints" / "final", tp, state_limit))
 
 
 def partition_dim(name: str) -> int | None:

@@ -38,7 +38,6 @@ from scenario import NAME_RE, Scenario, read_requests
 
 LOG_LIMIT = 200_000
 METRICS_LIMIT = 4 << 20
-STATE_LIMIT = 64 << 20
 LAUNCHER_LOG_LIMIT = 64_000
 
 
@@ -89,7 +88,7 @@ def copy_tail(src: Path, dest: Path, limit: int) -> None:
 def collect(sc: Scenario, run_dir: Path, dest: Path) -> list[str]:
     """Copy the README-documented outputs the judge reads; notes on anything left behind."""
     wanted = [("metrics.jsonl", METRICS_LIMIT)]
-    wanted += [(f"checkpoints/final/mp_rank_{r:02d}_model_states.pt", STATE_LIMIT) for r in range(sc.tp)]
+    wanted += [(f"checkpoints/final/mp_rank_{r:02d}_model_states.pt", sc.state_limit_bytes) for r in range(sc.tp)]
     notes = []
     for rel, limit in wanted:
         folders = [run_dir, *[run_dir / p for p in Path(rel).parents if p != Path(".")]]

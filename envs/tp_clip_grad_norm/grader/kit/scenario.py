@@ -84,6 +84,19 @@ class Scenario:
                    backend=raw.get("backend", "gloo"), **params)
 
     @property
+    def parameter_count(self) -> int:
+        """Parameters of the full (TP=1) model: the README's architecture at these sizes."""
+        h, f = self.hidden_size, self.ffn_hidden_size
+        block = 2 * h + (h * f + f) + (f * h + h)  # ln, fc1, fc2
+        return (self.input_dim * h + h) + self.num_layers * block + 2 * h + (h * self.output_dim + self.output_dim)
+
+    @property
+    def state_limit_bytes(self) -> int:
+        """The most one rank's saved model state may weigh: twice the full model in float32
+        (room for the checkpoint's own overhead), and never under 64 MiB."""
+        return max(64 << 20, 8 * self.parameter_count)
+
+    @property
     def clipping(self) -> bool:
         """Whether gradient clipping is on in this scenario."""
         return self.max_norm > 0
