@@ -220,3 +220,33 @@ def test_cases_lists_every_profile(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["cases", "--json"]) == 0
     rows = {row["id"]: row for row in json.loads(capsys.readouterr().out)["cases"]}
     assert rows[TP_CASE]["profiles"]["native"]["accelerator"] == "cuda"
+
+
+def _module(path: Path, name: str) -> object:
+    """A case's grader module, loaded by path with its folder importable (as its kit runs it)."""
+    import importlib.util
+    import sys
+
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up there
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(path.parent))
+
+
+def test_the_tp_kit_accepts_every_native_scenario_and_sizes_its_limits() -> None:
+    case = get_case(TP_CASE).with_profile("native")
+    kit = _module(case.kit_dir / "scenario.py", "tp_native_scenario")
+    for scenario in case.scenarios:
+        request = {"name": scenario.name, "kind": scenario.kind, "devices": scenario.devices, "params": scenario.params}
+        parsed = kit.Scenario.from_request(request)  # type: ignore[attr-defined]
+        # A rank's saved state (at most the whole model in float32, plus a little) fits its limit.
+        assert parsed.state_limit_bytes >= 4 * parsed.parameter_count + (1 << 20)
+    wide = kit.Scenario.from_request({"name": "base", "kind": "failure", "devices": 2,  # type: ignore[attr-defined]
+                                      "params": dict(case.scenario("base").params)})  # fmt: skip
+    assert wide.parameter_count == 33_864_720  # 135,458,880 bytes in float32; the TP=1 state measured 135,466,457
