@@ -64,7 +64,7 @@ SCENARIO_KEYS: dict[str, frozenset[str] | None] = {
 DEFAULT_PROFILE = "default"
 PROFILE_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 #: Every key a ``[profiles.<name>]`` table of ``case.toml`` may hold.
-PROFILE_KEYS = frozenset({"summary", "accelerator", "check_command"})
+PROFILE_KEYS = frozenset({"summary", "accelerator", "check_command", "artifact_limit_mb"})
 #: What a profile can ask the host for: ``cuda`` needs NVIDIA GPUs and the ``cuda`` runtime variant.
 PROFILE_ACCELERATORS = ("cpu", "cuda")
 
@@ -100,6 +100,8 @@ class Profile:
     summary: str
     accelerator: str = "cpu"
     check_command: str = ""
+    #: What one run phase may leave under ``/out`` at this scale (``None``: the case's).
+    artifact_limit_mb: int | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     scenario_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
@@ -267,6 +269,7 @@ class CaseSpec:
             profile=name,
             scenarios=tuple(chosen.apply(s) for s in self.scenarios),
             check_command=chosen.check_command or self.check_command,
+            artifact_limit_mb=chosen.artifact_limit_mb or self.artifact_limit_mb,
         )
 
     def scenario(self, name: str) -> Scenario:
@@ -418,6 +421,7 @@ def load_profiles(case: _Reader, scenarios_path: Path, scenarios: tuple[Scenario
         accelerator = case.string(f"{where}.accelerator", default="cpu")
         if accelerator not in PROFILE_ACCELERATORS:
             case.fail(f"{where}.accelerator", f"expected one of {PROFILE_ACCELERATORS}, found {accelerator!r}")
+        limit = case.positive_int(f"{where}.artifact_limit_mb") if "artifact_limit_mb" in table else None
         params, per_scenario = _profile_params(scenarios_path, private.get(name, {}), data, name, scenarios)
         if not params and not per_scenario:
             raise CaseDefinitionError(
@@ -429,6 +433,7 @@ def load_profiles(case: _Reader, scenarios_path: Path, scenarios: tuple[Scenario
             summary=summary,
             accelerator=accelerator,
             check_command=case.string(f"{where}.check_command", default=""),
+            artifact_limit_mb=limit,
             params=params,
             scenario_params=per_scenario,
         )

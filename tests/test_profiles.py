@@ -109,6 +109,7 @@ def test_unknown_profiles_and_a_second_profile_are_refused() -> None:
         ('\n[profiles.Big]\nsummary = "x"\n', "", "profiles.Big: a profile name is lowercase"),
         ('\n[profiles.big]\nsummary = "x"\naccelerator = "tpu"\n', "", "expected one of ('cpu', 'cuda')"),
         ('\n[profiles.big]\nsummary = "x"\nsize = 3\n', "", "profiles.big.size: unknown key"),
+        ('\n[profiles.big]\nsummary = "x"\nartifact_limit_mb = 0\n', "", "artifact_limit_mb: expected a positive"),
         ('\n[profiles.big]\nsummary = "  "\n', "", "profiles.big.summary: say what the profile scales"),
         ('\n[profiles.big]\nsummary = "x"\n', "", "profile 'big' (declared in case.toml) changes no scenario"),
         ("", "\n[profile.big.params]\nscale = 2\n", "profile 'big' is not declared in case.toml"),
@@ -250,3 +251,28 @@ def test_the_tp_kit_accepts_every_native_scenario_and_sizes_its_limits() -> None
     wide = kit.Scenario.from_request({"name": "base", "kind": "failure", "devices": 2,  # type: ignore[attr-defined]
                                       "params": dict(case.scenario("base").params)})  # fmt: skip
     assert wide.parameter_count == 33_864_720  # 135,458,880 bytes in float32; the TP=1 state measured 135,466,457
+
+
+def test_the_ddp_kit_accepts_every_native_scenario_and_refuses_bad_model_sizes() -> None:
+    case = get_case("TrainFail/DDPTokenAverage-v0")
+    native = case.with_profile("native")
+    # A profile may give the run phase more room for its artifacts; the default scale keeps the case's.
+    assert (case.artifact_limit_mb, native.artifact_limit_mb) == (1024, 2048)
+    kit = _module(case.kit_dir / "tokkit" / "scenario.py", "ddp_native_scenario")
+
+    def parse(params: dict[str, object]) -> object:
+        request = {"name": "s", "kind": "failure", "devices": params["world_size"], "params": params}
+        return kit.scenario_from_dict(request)  # type: ignore[attr-defined]
+
+    assert all(parse(dict(s.params)).model is not None for s in native.scenarios)  # type: ignore[attr-defined]
+    assert all(parse(dict(s.params)).model is None for s in case.scenarios)  # type: ignore[attr-defined]
+    good = dict(native.scenarios[0].params)
+    for model, message in [
+        ({**good["model"], "vocab_size": 9}, "must set exactly"),
+        ({**good["model"], "hidden_size": True}, "must be an integer"),
+        ({**good["model"], "num_attention_heads": 3}, "must split into 3 heads"),
+        ({**good["model"], "hidden_size": 8192, "intermediate_size": 32768, "num_hidden_layers": 64}, "parameters"),
+        ("wide", "must be a table"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            parse({**good, "model": model})

@@ -29,7 +29,7 @@ from typing import Any
 GRADER_DIR = Path(__file__).resolve().parent
 sys.path[:0] = [str(GRADER_DIR), str(GRADER_DIR / "kit")]
 
-from tokjudge.oracle import Oracle  # noqa: E402
+from tokjudge.oracle import Oracles  # noqa: E402
 from tokjudge.verdict import Outcome, RunFacts, judge_safely  # noqa: E402
 from tokkit.scenario import Scenario, load_scenarios  # noqa: E402
 
@@ -72,9 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     scenarios = load_scenarios(args.scenarios)
     run = read_run_facts(args.run)
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    oracle = Oracle()
+    oracles = Oracles()  # one per model size the scenarios ask for
     for scenario in scenarios:
-        outcome = judge_safely(scenario, args.artifacts / scenario.name, run, oracle)
+        outcome = judge_safely(scenario, args.artifacts / scenario.name, run, oracles.get(scenario.model))
         write_outcome(args.out_dir, scenario, outcome)
     return 0
 

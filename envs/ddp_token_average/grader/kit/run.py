@@ -34,12 +34,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tokkit import datagen, layout  # noqa: E402
-from tokkit.launch import PRELOAD, RunPaths, launcher_env, run_training  # noqa: E402
+from tokkit.launch import PRELOAD, RunPaths, launcher_env, run_training, write_model_config  # noqa: E402
 from tokkit.scenario import Scenario, load_scenarios  # noqa: E402
 from warm_launch import Ended, WarmLauncher  # noqa: E402 - found by tokkit.launch
 
 #: The most one rank record or the saved model may weigh when copied out (the case's model
-#: is tiny: a few MB at most).
+#: is tiny: a few MB at most). A scenario that sizes the model raises it (``copy_limit``).
 COPY_LIMIT_BYTES = 256 * 1024 * 1024
 
 
@@ -80,6 +80,15 @@ def copy_log_tail(source: Path, target: Path, limit: int = layout.LOG_LIMIT_BYTE
         target.write_bytes(handle.read(limit))
 
 
+def copy_limit(scenario: Scenario) -> int:
+    """COPY_LIMIT_BYTES, or twice what a rank record of the scenario's model size holds when that
+    is more: float32 parameters and gradients per update, and the final parameters."""
+    if scenario.model is None:
+        return COPY_LIMIT_BYTES
+    floats = scenario.model.parameter_count(datagen.VOCAB_SIZE) * (2 * scenario.steps + 1)
+    return max(COPY_LIMIT_BYTES, 2 * 4 * floats)
+
+
 def write_json(path: Path, data: dict[str, Any]) -> None:
     """Small JSON document, indented."""
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
@@ -92,6 +101,7 @@ def scenario_paths(scratch: Path) -> RunPaths:
         output=scratch / "outputs",
         observations=scratch / "observations",
         log=scratch / "train.log",
+        model_config=scratch / "model_config.json",
     )
 
 
@@ -100,15 +110,17 @@ def prepare(scenario: Scenario, workspace: Path, scratch: Path) -> RunPaths:
     paths = scenario_paths(scratch)
     shutil.copytree(workspace, scratch / "workspace", symlinks=True)
     datagen.write_jsonl(datagen.generate(scenario.data), paths.data)
+    write_model_config(scenario, scratch / "workspace", paths.model_config)
     return paths
 
 
 def collect(scenario: Scenario, paths: RunPaths, out: Path, job: Job) -> None:
     """Copy what the judge reads into ``out`` (the scenario's artifact folder)."""
+    limit = copy_limit(scenario)
     for rank in range(scenario.world_size):
         name = layout.rank_record_name(rank)
-        copy_regular(paths.observations / name, out / layout.RECORDS_DIR / name)
-    copy_regular(paths.output / layout.MODEL_FILE, out / layout.MODEL_FILE)
+        copy_regular(paths.observations / name, out / layout.RECORDS_DIR / name, limit)
+    copy_regular(paths.output / layout.MODEL_FILE, out / layout.MODEL_FILE, limit)
     copy_log_tail(paths.log, out / layout.LOG_FILE)
     write_json(out / layout.JOB_FILE, {
         "launcher": job.launcher,

@@ -23,7 +23,8 @@ from safetensors import SafetensorError, safe_open
 from tokkit import layout
 
 #: Largest rank record or saved model the judge opens (the case's model: about 0.1 MB; a
-#: record of three updates: under 1 MB).
+#: record of three updates: under 1 MB). A scenario that sizes the model raises it from the
+#: architecture (``observations.tensor_file_limit``).
 TENSOR_FILE_LIMIT = 64 * 1024 * 1024
 #: Largest JSON document the judge parses.
 JSON_LIMIT = 64 * 1024
@@ -121,9 +122,9 @@ def read_timings(folder: Path) -> dict[str, float]:
     }
 
 
-def load_safetensors(path: Path) -> Tensors:
+def load_safetensors(path: Path, limit: int = TENSOR_FILE_LIMIT) -> Tensors:
     """Every tensor of a safetensors file (bounded; no code runs on load)."""
-    regular_file(path, TENSOR_FILE_LIMIT)
+    regular_file(path, limit)
     try:
         with safe_open(str(path), framework="pt") as handle:
             return {str(key): handle.get_tensor(key) for key in handle.keys()}  # noqa: SIM118 - not a dict
@@ -131,9 +132,9 @@ def load_safetensors(path: Path) -> Tensors:
         raise ArtifactMalformed(f"{path.name} is not a readable safetensors file: {exc}") from exc
 
 
-def load_torch_record(path: Path) -> Any:
+def load_torch_record(path: Path, limit: int = TENSOR_FILE_LIMIT) -> Any:
     """A ``torch.save`` file through the weights-only unpickler (tensors and plain containers)."""
-    regular_file(path, TENSOR_FILE_LIMIT)
+    regular_file(path, limit)
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - the unpickler refuses in many ways; all mean malformed

@@ -17,7 +17,13 @@ from typing import Any
 
 import torch
 
-from tokjudge.artifacts import ArtifactMalformed, ArtifactMissing, load_safetensors, load_torch_record
+from tokjudge.artifacts import (
+    TENSOR_FILE_LIMIT,
+    ArtifactMalformed,
+    ArtifactMissing,
+    load_safetensors,
+    load_torch_record,
+)
 from tokkit import layout
 from tokkit.scenario import Scenario
 
@@ -61,6 +67,11 @@ class Architecture:
 
     shapes: dict[str, tuple[int, ...]]
 
+    @property
+    def numel(self) -> int:
+        """Number of parameters (scalars) of the model."""
+        return sum(math.prod(shape) for shape in self.shapes.values())
+
     def match(self, recorded: Iterable[str], allow_extra: bool = False) -> dict[str, str]:
         """Map each architecture name to the one recorded name equal to it or ending in ``.name``."""
         names = list(recorded)
@@ -94,6 +105,13 @@ class Architecture:
         if not bool(torch.isfinite(value).all()):
             raise ArtifactMalformed(f"{what} holds non-finite values")
         return value.detach().clone()
+
+
+def tensor_file_limit(arch: Architecture, steps: int) -> int:
+    """Largest rank record or saved model the judge opens for ``arch``: TENSOR_FILE_LIMIT, or twice
+    the float32 tensors of a record of ``steps`` updates (parameters and gradients per update,
+    final parameters) when that is more."""
+    return max(TENSOR_FILE_LIMIT, 2 * 4 * arch.numel * (2 * steps + 1))
 
 
 def _rows(raw: Any, what: str) -> list[list[int]]:
@@ -153,7 +171,8 @@ def load_rank_records(folder: Path, scenario: Scenario, arch: Architecture) -> l
     missing = [r for r, path in enumerate(paths) if not path.is_file() or path.is_symlink()]
     if missing:
         raise ArtifactMissing(f"no record from ranks {missing}")
-    return [parse_rank_record(load_torch_record(path), r, scenario, arch) for r, path in enumerate(paths)]
+    limit = tensor_file_limit(arch, scenario.steps)
+    return [parse_rank_record(load_torch_record(path, limit), r, scenario, arch) for r, path in enumerate(paths)]
 
 
 def canonical_checkpoint_name(name: str) -> str:
@@ -168,7 +187,7 @@ def load_saved_model(folder: Path, arch: Architecture) -> Tensors:
     path = folder / layout.MODEL_FILE
     if not path.is_file():
         raise ArtifactMissing(f"no {layout.MODEL_FILE} in the output directory (trainer.save_model())")
-    raw = load_safetensors(path)
+    raw = load_safetensors(path, tensor_file_limit(arch, 0))
     renamed = {canonical_checkpoint_name(k): v for k, v in raw.items()}
     if len(renamed) != len(raw):
         raise ArtifactMalformed(f"{layout.MODEL_FILE} names a parameter twice (embed_out and lm_head)")

@@ -4,12 +4,15 @@ For one update: the mean next-token cross-entropy over every supervised token of
 the update consumed (all ranks, all accumulation steps), differentiated in float64 at the
 parameters the update started from, then clipped to the global norm the scenario sets the way
 ``torch.nn.utils.clip_grad_norm_`` does (the Trainer's clipping). The model is rebuilt from the
-grader's own copy of the architecture.
+grader's own copy of the architecture, with the scenario's model size laid over it when the
+scenario sets one (``params.model``).
 """
 
 from __future__ import annotations
 
+import json
 import math
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +23,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedModel
 
 from tokjudge.observations import Architecture, Grads, Tensors
 from tokkit.datagen import IGNORE_INDEX, Record
+from tokkit.scenario import ModelShape
 
 ARCHITECTURE = Path(__file__).resolve().parent.parent / "neox_tiny.json"
 #: ``clip_grad_norm_`` divides by ``total_norm + 1e-6``.
@@ -35,9 +39,18 @@ class OracleGradient:
     clip_coef: float
 
 
-def build_reference_model() -> PreTrainedModel:
-    """The case's architecture in float64, training mode (dropout is zero)."""
-    config = AutoConfig.from_pretrained(ARCHITECTURE)
+def build_reference_model(shape: ModelShape | None = None) -> PreTrainedModel:
+    """The case's architecture (sized by ``shape`` when given) in float64, training mode
+    (dropout is zero). A sized architecture is read from a JSON file like the pipeline's."""
+    if shape is None:
+        config = AutoConfig.from_pretrained(ARCHITECTURE)
+    else:
+        architecture = json.loads(ARCHITECTURE.read_text(encoding="utf-8"))
+        architecture.update(shape.config_keys())
+        with tempfile.TemporaryDirectory(prefix="tokavg-arch-") as folder:
+            path = Path(folder) / "config.json"
+            path.write_text(json.dumps(architecture), encoding="utf-8")
+            config = AutoConfig.from_pretrained(path)
     model: PreTrainedModel = AutoModelForCausalLM.from_config(config)  # type: ignore[no-untyped-call]
     model.double()
     model.train()
@@ -59,8 +72,9 @@ def relative_l2(value: torch.Tensor, reference: torch.Tensor) -> float:
 class Oracle:
     """A float64 copy of the case's model that differentiates the objective."""
 
-    def __init__(self) -> None:
-        self.model = build_reference_model()
+    def __init__(self, shape: ModelShape | None = None) -> None:
+        self.shape = shape
+        self.model = build_reference_model(shape)
         self.architecture = Architecture({n: tuple(p.shape) for n, p in self.model.named_parameters()})
 
     def flat(self, grads: Grads) -> torch.Tensor:
@@ -92,3 +106,16 @@ class Oracle:
         labels = torch.tensor(record.labels[1:], dtype=torch.long)
         logits = self.model(input_ids=ids).logits[0, :-1]
         return F.cross_entropy(logits, labels, ignore_index=IGNORE_INDEX, reduction="sum")
+
+
+class Oracles:
+    """One Oracle per distinct model size, built on first use."""
+
+    def __init__(self) -> None:
+        self.built: dict[ModelShape | None, Oracle] = {}
+
+    def get(self, shape: ModelShape | None) -> Oracle:
+        """The oracle of the architecture sized by ``shape`` (None: as shipped)."""
+        if shape not in self.built:
+            self.built[shape] = Oracle(shape)
+        return self.built[shape]

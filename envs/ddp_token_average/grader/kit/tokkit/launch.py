@@ -12,11 +12,13 @@ kit also finds ``gym_trainfail/harnesslib`` on its own.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tokkit.scenario import Scenario
 
@@ -56,6 +58,8 @@ OBSERVER_SETUP = "update_observer:install_from_env"
 
 OBSERVE_DIR = KIT_DIR / "observe"
 CONFIG = "configs/sft_tiny.yaml"
+#: The most of the pipeline's architecture JSON that is read when a scenario sizes the model.
+ARCHITECTURE_LIMIT_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,8 @@ class RunPaths:
     output: Path
     observations: Path
     log: Path
+    #: The architecture the job builds when the scenario sizes the model (``params.model``).
+    model_config: Path
 
 
 def torchrun_command() -> list[str]:
@@ -92,8 +98,34 @@ def training_command(scenario: Scenario, paths: RunPaths) -> list[str]:
     ]
 
 
+def pipeline_architecture(workspace: Path) -> dict[str, Any]:
+    """The architecture JSON the README config names (``model.config``), as the pipeline would
+    read it; ``{}`` when it cannot be read (the pipeline then fails to build the model, as it
+    would at the shipped size)."""
+    try:
+        import yaml
+
+        config = yaml.safe_load((workspace / CONFIG).read_text(encoding="utf-8"))
+        with open(workspace / str(config["model"]["config"]), encoding="utf-8") as handle:
+            raw = json.loads(handle.read(ARCHITECTURE_LIMIT_BYTES + 1))
+    except Exception:  # noqa: BLE001 - the revision's files; its run fails on its own
+        return {}
+    return raw if isinstance(raw, dict) else {}
+
+
+def write_model_config(scenario: Scenario, workspace: Path, target: Path) -> None:
+    """The pipeline's architecture with the scenario's model size laid over it (``params.model``)."""
+    if scenario.model is None:
+        return
+    architecture = pipeline_architecture(workspace)
+    architecture.update(scenario.model.config_keys())
+    target.write_text(json.dumps(architecture, indent=2) + "\n", encoding="utf-8")
+
+
 def training_args(scenario: Scenario, paths: RunPaths) -> list[str]:
     """The pipeline's arguments: the README config and the scenario's overrides."""
+    # The README's override of the architecture file, only when the scenario sizes the model.
+    model = [f"model.config={paths.model_config}"] if scenario.model is not None else []
     return [
         "--config",
         CONFIG,
@@ -105,6 +137,7 @@ def training_args(scenario: Scenario, paths: RunPaths) -> list[str]:
         # 0 turns clipping off; the judge's oracle clips by the same global norm otherwise.
         f"training.max_grad_norm={scenario.max_grad_norm!r}",
         f"training.output_dir={paths.output}",
+        *model,
     ]
 
 

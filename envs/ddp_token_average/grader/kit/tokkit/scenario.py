@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,40 @@ class DataRecipe:
     recipe: str
     seed: int
     records: int
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The model's size when a scenario sets it (``params.model``): laid over the case's
+    architecture (``configs/neox_tiny.json``) in the run and in the judge's oracle alike."""
+
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    intermediate_size: int
+
+    def config_keys(self) -> dict[str, int]:
+        """The architecture-config keys this shape sets."""
+        return asdict(self)
+
+    def parameter_count(self, vocab_size: int) -> int:
+        """Parameters of a GPT-NeoX of this shape with untied input and output embeddings."""
+        hidden, ffn = self.hidden_size, self.intermediate_size
+        per_layer = (
+            4 * hidden  # two LayerNorms
+            + 3 * hidden * hidden + 3 * hidden  # query_key_value
+            + hidden * hidden + hidden  # attention.dense
+            + 2 * hidden * ffn + ffn + hidden  # the MLP
+        )
+        return 2 * vocab_size * hidden + self.num_hidden_layers * per_layer + 2 * hidden
+
+
+#: Upper bounds of ``params.model`` (requests are data): beyond them a scenario is refused.
+MODEL_BOUNDS = {"hidden_size": 8192, "num_hidden_layers": 64, "num_attention_heads": 128, "intermediate_size": 32768}
+#: The largest model a scenario may ask for, in parameters (at the case's 128-token vocabulary).
+MODEL_MAX_PARAMETERS = 256 * 1024 * 1024
+#: Vocabulary the parameter bound is computed at (``tokkit/datagen.py``'s ids).
+MODEL_VOCAB_SIZE = 128
 
 
 @dataclass(frozen=True)
@@ -37,6 +71,8 @@ class Scenario:
     max_grad_norm: float
     train_timeout_s: float
     data: DataRecipe
+    #: The model's size; None: the case's architecture as shipped.
+    model: ModelShape | None = None
 
     @property
     def rows_per_update(self) -> int:
@@ -66,6 +102,31 @@ def _data_recipe(raw: Any) -> DataRecipe:
     )
 
 
+def _model_shape(raw: Any) -> ModelShape | None:
+    """``params.model``: every key of ModelShape, positive integers within MODEL_BOUNDS."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ValueError(f"params.model must be a table, found {raw!r}")
+    keys = set(MODEL_BOUNDS)
+    if set(raw) != keys:
+        raise ValueError(f"params.model must set exactly {sorted(keys)}, found {sorted(map(str, raw))}")
+    for key, bound in MODEL_BOUNDS.items():
+        value = raw[key]
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= bound:
+            raise ValueError(f"params.model.{key} must be an integer from 1 to {bound}, found {value!r}")
+    shape = ModelShape(**{key: raw[key] for key in MODEL_BOUNDS})
+    heads = shape.num_attention_heads
+    if shape.hidden_size % heads or (shape.hidden_size // heads) % 8:
+        raise ValueError(
+            f"params.model: hidden_size {shape.hidden_size} must split into {heads} heads of a multiple of 8 "
+            "(the rotary quarter of a head must be even)"
+        )
+    if shape.parameter_count(MODEL_VOCAB_SIZE) > MODEL_MAX_PARAMETERS:
+        raise ValueError(f"params.model: over {MODEL_MAX_PARAMETERS} parameters")
+    return shape
+
+
 def scenario_from_dict(raw: dict[str, Any]) -> Scenario:
     """Build a Scenario from the grader protocol's request object."""
     params = raw["params"]
@@ -87,6 +148,7 @@ def scenario_from_dict(raw: dict[str, Any]) -> Scenario:
         max_grad_norm=max_grad_norm,
         train_timeout_s=float(params["train_timeout_s"]),
         data=_data_recipe(params["data"]),
+        model=_model_shape(params.get("model")),
     )
 
 
