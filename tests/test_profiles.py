@@ -276,3 +276,23 @@ def test_the_ddp_kit_accepts_every_native_scenario_and_refuses_bad_model_sizes()
     ]:
         with pytest.raises(ValueError, match=message):
             parse({**good, "model": model})
+
+
+def test_the_fsdp_kit_reads_the_native_training_and_refuses_bad_values() -> None:
+    case = get_case("TrainFail/FSDPSourceCoherence-v0")
+    native = case.with_profile("native")
+    kit = _module(case.kit_dir / "layout.py", "fsdp_native_layout")
+
+    def parse(params: dict[str, object]) -> object:
+        request = {"name": "s", "kind": "healthy", "devices": 2, "params": params}
+        return kit.parse_request(request)  # type: ignore[attr-defined]
+
+    assert {
+        (r.train.steps, r.train.micro_batch_size, r.train.seq_len)
+        for r in map(parse, (dict(s.params) for s in native.scenarios))
+    } == {(20, 8, 512)}  # type: ignore[attr-defined]  # noqa: E501
+    assert {parse(dict(s.params)).train for s in case.scenarios} == {kit.Train()}  # type: ignore[attr-defined]
+    good = dict(native.scenarios[0].params)
+    for train in ({"steps": 0}, {"seq_len": 4096}, {"steps": True}, {"epochs": 3}, [20]):
+        with pytest.raises(kit.RequestError):  # type: ignore[attr-defined]
+            parse({**good, "train": train})

@@ -41,7 +41,6 @@ sys.path[:0] = [str(HERE), str(HERE / "kit")]
 import compare  # noqa: E402
 import layout  # noqa: E402
 from artifacts import ArtifactError, finite_number, load_safetensors, read_json_object, read_tail  # noqa: E402
-from recipe import STEPS  # noqa: E402
 from sources import LABELS, SOURCES  # noqa: E402
 
 #: Longest reason written (it may quote the run's log, which is adversarial text).
@@ -151,7 +150,7 @@ def read_run_record(folder: Path, request: layout.Request, launch: Launch, log: 
         if exit_abort(launch, log):
             raise Decided("retry", "the pipeline hit the gloo exit abort before its state was recorded") from None
         raise Decided("fail", f"the pipeline exited rc={launch.returncode} without a usable state record after "
-                              f"update {STEPS} ({exc}): {error_line(log)}") from None
+                              f"update {request.train.steps} ({exc}): {error_line(log)}") from None
     if launch.returncode != 0 and not exit_abort(launch, log):
         raise Decided("fail", f"the pipeline recorded its state but exited rc={launch.returncode}: {error_line(log)}")
     return record

@@ -4,13 +4,15 @@
 
 One torchrun of oracle.py in a sandbox whose workspace is empty (no revision code runs): the
 records land in OUT/<source>/rank<r>.pt, the launch's log in OUT/oracle.log. The oracle does not
-depend on the scenario's caches, only on its devices and backend; the gym still caches it per
-scenario and mounts it read-only at /oracle/<scenario> for every judge. Exit status 0 when every
-record is there and loads.
+depend on the scenario's caches, only on its devices, backend and `train` param (the training's
+length and shape, which a profile scales); the gym still caches it per scenario request and
+mounts it read-only at /oracle/<scenario> for every judge. Exit status 0 when every record is
+there and loads.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -67,12 +69,15 @@ def make_oracle(request: layout.Request, out_dir: Path) -> str | None:
     scratch = Path(tempfile.mkdtemp(prefix="fsdp-source-oracle-"))
     try:
         argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={request.devices}",
-                str(HERE / "oracle.py"), "--published", str(scratch / "published"), "--out", str(out_dir)]
+                str(HERE / "oracle.py"), "--published", str(scratch / "published"), "--out", str(out_dir),
+                "--steps", str(request.train.steps), "--micro-batch-size", str(request.train.micro_batch_size),
+                "--seq-len", str(request.train.seq_len)]
         ended = launch_cold(argv, scratch, oracle_env(request.backend), out_dir / "oracle.log", timeout)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     problem = complete(out_dir, request.devices)
     meta = {"scenario": request.name, "devices": request.devices, "backend": request.backend,
+            "train": dataclasses.asdict(request.train),
             "returncode": ended.returncode, "oracle_s": round(time.time() - started, 3), "problem": problem}
     (out_dir / "oracle.json").write_text(json.dumps(meta, indent=2) + "\n")
     return problem

@@ -1,7 +1,8 @@
 """What the run phase hands the judge: scenario requests, artifact names and their limits.
 
-Pure (standard library only): the run kit (`run.py`) and the trusted judge both import it, so
-the two sides agree on names without sharing any other code. Nothing in here is private.
+Pure (standard library and `recipe.py` only): the run kit (`run.py`) and the trusted judge both
+import it, so the two sides agree on names without sharing any other code. Nothing in here is
+private.
 
 Artifacts of scenario S, under `<out-dir>/S/` (all written by the run phase, so all
 adversarial for the judge):
@@ -18,6 +19,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import recipe
 
 PROBE_DIR = "probe"
 FINAL_DIR = "final"
@@ -41,12 +44,25 @@ JSON_LIMIT_BYTES = 1 << 20
 DEFAULT_TIMEOUT_S = 360
 #: Revisions of the base checkpoint a scenario can place in a cache (A = v1, B = v2).
 SOURCE_NAMES = ("A", "B")
+#: The optional `train` param: the training the run kit forces and the oracle follows, in place
+#: of the defaults (recipe.STEPS, MICRO_BATCH_SIZE, SEQ_LEN); each a positive integer up to its bound.
+TRAIN_LIMITS = {"steps": 1000, "micro_batch_size": 256, "seq_len": 2048}
 #: torch 2.13 + gloo can abort in interpreter teardown after all work is done (FIELD-NOTES).
 EXIT_ABORT_MARKERS = ("terminate called without an active exception", "SIGABRT", "Signal 6", "exited with code -6")
 
 
 class RequestError(ValueError):
     """A scenario request that does not have the shape this case needs."""
+
+
+@dataclass(frozen=True)
+class Train:
+    """The training a scenario runs: AdamW updates, per-rank micro-batch size, tokens per row.
+    The defaults are the grader's own (kit/recipe.py); a profile may scale them."""
+
+    steps: int = recipe.STEPS
+    micro_batch_size: int = recipe.MICRO_BATCH_SIZE
+    seq_len: int = recipe.SEQ_LEN
 
 
 @dataclass(frozen=True)
@@ -71,6 +87,7 @@ class Request:
     node_local: bool
     expect: str
     node_caches: dict[str, NodeCache] = field(default_factory=dict)
+    train: Train = field(default_factory=Train)
 
 
 def _source(value: Any, what: str) -> str:
@@ -92,6 +109,20 @@ def _node_cache(node: str, value: Any) -> NodeCache:
     if main not in snapshots:
         raise RequestError(f"node cache {node}: main {main} is not among its snapshots {snapshots}")
     return NodeCache(snapshots, main)
+
+
+def parse_train(value: Any, what: str = "train") -> Train:
+    """`{steps, micro_batch_size, seq_len}`, any subset; the rest keep the grader's defaults."""
+    if value is None:
+        return Train()
+    if not isinstance(value, dict):
+        raise RequestError(f"{what} must be a table of {sorted(TRAIN_LIMITS)}, got {value!r}")
+    if unknown := sorted(set(value) - set(TRAIN_LIMITS), key=str):
+        raise RequestError(f"{what}: unknown key {unknown[0]!r}; valid keys: {', '.join(TRAIN_LIMITS)}")
+    for key, number in value.items():
+        if type(number) is not int or not 1 <= number <= TRAIN_LIMITS[key]:
+            raise RequestError(f"{what}.{key} must be an integer from 1 to {TRAIN_LIMITS[key]}, got {number!r}")
+    return Train(**value)
 
 
 def parse_request(raw: Any) -> Request:
@@ -121,6 +152,7 @@ def parse_request(raw: Any) -> Request:
         node_local=bool(params.get("node_local")),
         expect=expect,
         node_caches={node: _node_cache(node, value) for node, value in caches.items()},
+        train=parse_train(params.get("train"), f"{name}.train"),
     )
 
 

@@ -93,13 +93,22 @@ def base_env(backend: str, devices: int) -> dict[str, str]:
 
 def overrides(request: layout.Request) -> list[str]:
     """Command-line overrides: the scenario's cache mode, the grader's step count, and the
-    shipped values of every other setting the verdict reads (grader/README.md has the table)."""
+    shipped values of every other setting the verdict reads (grader/README.md has the table).
+    A scenario whose `train` param scales the batch or the sequence also forces those; without
+    it they stay at the shipped values, frozen (recipe.py), as before."""
+    train = request.train
+    scaled = []
+    if train.micro_batch_size != recipe.MICRO_BATCH_SIZE:
+        scaled.append(f"train.micro_batch_size={train.micro_batch_size}")
+    if train.seq_len != recipe.SEQ_LEN:
+        scaled.append(f"train.seq_len={train.seq_len}")
     return [
         f"cache.mirror={MIRROR}",
         f"cache.node_root={NODE_ROOT}",
         f"cache.node_local={'true' if request.node_local else 'false'}",
         "cache.ranks_per_node=1",
-        f"train.steps={recipe.STEPS}",
+        f"train.steps={train.steps}",
+        *scaled,
         f"output.dir={OUTPUT_DIR}",
         "output.save_final=true",
     ]
@@ -191,7 +200,7 @@ def run_scenario(request: layout.Request, launcher: Launcher, published: Path, s
         workspace = copy_workspace(Path.cwd(), work / "workspace")
         lay_out_caches(request, workspace, published)
         env = base_env(request.backend, request.devices)
-        env.update(TRAINFAIL_PROBE_DIR=str(work / "probe"), TRAINFAIL_PROBE_STEPS=str(recipe.STEPS))
+        env.update(TRAINFAIL_PROBE_DIR=str(work / "probe"), TRAINFAIL_PROBE_STEPS=str(request.train.steps))
         args = ["--config", "configs/finetune.yaml", *overrides(request)]
         timings["setup_s"] = time.time() - started
         ended = launcher.run("ftpipe.train", args, request.devices, workspace, env, work / "job.log",
