@@ -90,8 +90,9 @@ def test_plan_refuses_a_different_batch_in_the_same_directory(tmp_path: Path) ->
         echo_plan(layout, ["noop"], trials=2)
     assert str(caught.value) == (
         f"{layout.root} already holds a different batch (cases ['TrainFailTest/Echo-v0'], arms ['control'], "
-        "agents ['noop'], 1 trial(s), sandbox bwrap); re-run it with the same arguments to resume, or give a new "
-        "--out for cases ['TrainFailTest/Echo-v0'], arms ['control'], agents ['noop'], 2 trial(s), sandbox bwrap"
+        "agents ['noop'], 1 trial(s), sandbox bwrap, profile default); re-run it with the same arguments to "
+        "resume, or give a new --out for cases ['TrainFailTest/Echo-v0'], arms ['control'], agents ['noop'], "
+        "2 trial(s), sandbox bwrap, profile default"
     )
 
 

@@ -341,8 +341,11 @@ def test_accelerator_option_selects_the_variant(monkeypatch: pytest.MonkeyPatch)
     args = cli._parser().parse_args(["runtimes", "lock", "--arm", "control", "--accelerator", "cuda", "--dry-run"])
     assert (args.accelerator, args.dry_run) == ("cuda", True)
     monkeypatch.setattr(cli, "_lock_plans", lambda a, arms: 0)
-    assert cli.cmd_runtimes(args) == 0
+    assert cli.main(["runtimes", "lock", "--arm", "control", "--accelerator", "cuda", "--dry-run"]) == 0
     assert os.environ["TRAINFAIL_RUNTIME_VARIANT"] == "cuda"
+    # Every command that builds or runs something takes it (main sets it before the command).
+    for command in (["run", "--case", "x"], ["batch", "--out", "x"], ["qualify", "x"], ["grade", "x"]):
+        assert cli._parser().parse_args([*command, "--accelerator", "cuda"]).accelerator == "cuda"
     arm = get_arm("control")
     assert docker_image.image_tag(arm, "ab" * 32, "cuda") == f"gym-trainfail/runtime:control-cuda-{'ab' * 8}"
     assert docker_image.image_tag(arm, "ab" * 32) == f"gym-trainfail/runtime:control-{'ab' * 8}"
