@@ -415,7 +415,7 @@ def plan_lock(arm_name: str, *, progress: Progress = lambda _: None) -> LockPlan
 
 def lock_plan(arm: Arm, variant: str, version: str, pins: list[Pin]) -> LockPlan:
     """The summary of a resolution, with the variant's verdict on it."""
-    torch = next((p.version for p in pins if _normalize(p.name) == "torch"), "")
+    torch = _torch_version(pins)
     accelerator = _accelerator_packages(pins)
     try:
         _check_variant(pins, variant, arm)
@@ -529,7 +529,7 @@ def plan_build(arm_name: str, *, progress: Progress = lambda _: None) -> BuildPl
         variant=variant,
         runtime=str(root),
         lock=str(lock.path),
-        torch=next((p.version for p in lock.pins if _normalize(p.name) == "torch"), ""),
+        torch=_torch_version(list(lock.pins)),
         packages=len(lock.pins),
         wheels=len(resolved) - len(sdists),
         sdists=tuple(sdists),
@@ -538,6 +538,10 @@ def plan_build(arm_name: str, *, progress: Progress = lambda _: None) -> BuildPl
         built=(root / COMPLETE_MARKER).exists(),
         problems=tuple(problems),
     )
+
+
+def _torch_version(pins: list[Pin]) -> str:
+    return next((p.version for p in pins if _normalize(p.name) == "torch"), "")
 
 
 def _accelerator_packages(pins: list[Pin]) -> tuple[str, ...]:
@@ -634,7 +638,7 @@ def _check_variant(pins: list[Pin], variant: str, arm: Arm) -> None:
         return
     if variant != "cpu":
         return
-    cuda = sorted(p.name for p in pins if _normalize(p.name).startswith(("nvidia-", "triton")))
+    cuda = _accelerator_packages(pins)
     torch = [p for p in pins if _normalize(p.name) == "torch"]
     if cuda or (torch and "+cpu" not in torch[0].version):
         found = f"torch {torch[0].version}" if torch else "no torch"
@@ -670,7 +674,7 @@ def build_runtime(arm_name: str, *, progress: Progress = lambda _: None, force: 
         started = time.monotonic()
         progress(f"creating virtual environment with {python}")
         _run([str(python), "-m", "venv", str(runtime.venv)], log)
-        torch = next((p.version for p in lock.pins if _normalize(p.name) == "torch"), "none")
+        torch = _torch_version(list(lock.pins)) or "none"
         progress(f"installing {lock.path.name} ({len(lock.pins)} packages, hash-checked; torch {torch})")
         _run(
             [
