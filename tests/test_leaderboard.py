@@ -299,7 +299,8 @@ def test_milestone_table_from_synthetic_adjudications(tmp_path: Path) -> None:
 
     rows = milestone_rows(batch)
     pre = _row(rows, "pre_run_hypothesis", "adjusted_s")
-    assert pre["control"] == {"n": 2, "mean": 15.0, "sd": pytest.approx(50**0.5), "min": 10.0, "max": 20.0, "of": 3}
+    assert pre["control"] == {"n": 2, "mean": 15.0, "sd": pytest.approx(50**0.5), "min": 10.0, "max": 20.0, "of": 3,
+                              "ci_low": 10.0, "ci_high": 20.0}  # fmt: skip
     assert (pre["traincheck"]["n"], pre["traincheck"]["mean"], pre["traincheck"]["of"]) == (3, 6.0, 3)
     assert (pre["traincheck_activated"]["mean"], pre["traincheck_activated"]["min"],
             pre["traincheck_activated"]["max"], pre["traincheck_activated"]["of"]) == (5.0, 4.0, 6.0, 2)  # fmt: skip
@@ -345,7 +346,8 @@ def test_rubricless_diagnosis_times_only_the_device_request_and_submission(tmp_p
     rows = milestone_rows(load_batch(_two_arm_batch(tmp_path, 1, make).root))
     assert _row(rows, "pre_run_hypothesis", "adjusted_s")["control"]["of"] == 0
     assert _row(rows, "first_valid_submission", "adjusted_s")["control"] == {
-        "n": 1, "mean": 12.0, "sd": 0.0, "min": 12.0, "max": 12.0, "of": 1}  # fmt: skip
+        "n": 1, "mean": 12.0, "sd": 0.0, "min": 12.0, "max": 12.0, "of": 1, "ci_low": 12.0,
+        "ci_high": 12.0}  # fmt: skip
 
 
 def test_episodes_without_a_diagnosis_render_dashes(tmp_path: Path) -> None:

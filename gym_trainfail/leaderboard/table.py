@@ -118,7 +118,9 @@ def episode_row(adjudication: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def summary_rows(batch: Batch) -> list[dict[str, Any]]:
-    """Per case × arm × agent: rates over graded episodes and spreads over trials."""
+    """Per case × arm × agent: rates over graded episodes and spreads over trials; ``ci_*``: 95 %
+    percentile bootstrap intervals of the pass and solve rates, the first-valid adjusted time
+    (over solved episodes) and the episode's adjusted time (over graded ones)."""
     keys = sorted({(e.case, e.arm, e.agent) for e in batch.plan.episodes}, key=_order(batch.plan))
     return [_summarize(batch, key) for key in keys]
 
@@ -146,8 +148,12 @@ def _summarize(batch: Batch, key: tuple[str, str, str]) -> dict[str, Any]:
         "solver_dev_s": sum(r["episode_solver_dev_s"] for r in rows),
         "grader_dev_s": sum(r["grader_dev_s"] for r in rows),
     }
+    row["ci_pass_rate"] = _interval([float(bool(r["final_pass"])) for r in graded])
     for metric in FIRST_VALID_METRICS:
         row[metric] = asdict(Spread.of(r[metric] for r in solved))
+    row["ci_first_valid_adjusted_s"] = _interval(_present(r["first_valid_adjusted_s"] for r in solved))
+    row["ci_episode_adjusted_s"] = _interval(_present(r["episode_adjusted_s"] for r in graded))
+    row["ci_solve_rate"] = _interval([float(bool(r["solved"])) for r in graded])
     for metric in ("episode_adjusted_s", "episode_tokens", "overhead_s"):
         row[metric] = asdict(Spread.of(r[metric] for r in rows))
     row["engagement"] = {level: sum(1 for r in rows if r["engagement_level"] == level) for level in ENGAGEMENT_LEVELS}
@@ -174,7 +180,8 @@ def milestone_rows(batch: Batch) -> list[dict[str, Any]]:
     TrainCheck activation) over the graded episodes that reached the milestone.
 
     Each arm's cell is a :class:`Spread` (``n`` reached it) plus ``of``: that arm's graded
-    episodes that could time the milestone (a diagnosis, and a rubric for the rubric milestones).
+    episodes that could time the milestone (a diagnosis, and a rubric for the rubric milestones);
+    ``adjusted_s`` cells also carry ``ci_low``/``ci_high``, the 95 % bootstrap interval of the mean.
     """
     rows = []
     for case in batch.plan.spec.cases:
@@ -185,8 +192,11 @@ def milestone_rows(batch: Batch) -> list[dict[str, Any]]:
                 row: dict[str, Any] = {"case": case, "agent": agent, "milestone": milestone, "measure": measure}
                 for name, members in groups.items():
                     judged = [r for r in members if timed(r, milestone)]
-                    spread = Spread.of(r[column(milestone, measure)] for r in judged)
-                    row[name] = {**asdict(spread), "of": len(judged)}
+                    values = [r[column(milestone, measure)] for r in judged]
+                    row[name] = {**asdict(Spread.of(values)), "of": len(judged)}
+                    if measure == "adjusted_s":  # the plotted measure also gets its interval
+                        found = _interval(_present(values))
+                        row[name].update(ci_low=found["low"], ci_high=found["high"])
                 rows.append(row)
     return rows
 
@@ -262,9 +272,14 @@ def _differences(
 
 
 def _interval(differences: Sequence[float]) -> dict[str, float | None]:
-    """The 95 % bootstrap interval of the mean difference as ``{"low", "high"}`` (``None`` for none)."""
+    """The 95 % bootstrap interval of the mean (of paired differences, or of one group's values) as
+    ``{"low", "high"}`` (``None`` for none)."""
     found = bootstrap_ci(differences)
     return {"low": found[0], "high": found[1]} if found else {"low": None, "high": None}
+
+
+def _present(values: Iterable[float | None]) -> list[float]:
+    return [v for v in values if v is not None]
 
 
 def _rate(flags: Iterable[bool]) -> float | None:
