@@ -18,7 +18,6 @@ from gym_trainfail.diagnosis.engagement import engagement
 from gym_trainfail.diagnosis.evidence import collect
 from gym_trainfail.diagnosis.fixtures import check_fixtures
 from gym_trainfail.diagnosis.judges import RubricJudge, judge_statements
-from gym_trainfail.diagnosis.llm_judge import LLMJudge, parse_answer
 from gym_trainfail.diagnosis.milestones import MILESTONES, diagnose
 from gym_trainfail.diagnosis.rubric import Rubric
 from gym_trainfail.diagnosis.symptoms import MAX_MATCHES, Job, detect
@@ -55,6 +54,7 @@ def judgements(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 SYMPTOM = "[symptom]\ndescription = 'x'\n[[symptom.pattern]]\n"
 BROKEN = [
     ("mechanism.colour", "[mechanism]\ncolour = 1\n", "unknown key"),
+    ("retired passage_chars", "[mechanism]\npassage_chars = 400\n", "no longer used: concepts are now matched"),
     ("bad regex", "[[mechanism.concept]]\nname = 'x'\nany = ['(unclosed']\n", "not a valid regular expression"),
     ("no such culprit", "[[culprit]]\npath = 'missing.py'\n", "is not a file of workspace/"),
     ("culprit outside", "[[culprit]]\npath = '../case.toml'\n", "is not a file of workspace/"),
@@ -84,7 +84,7 @@ def test_a_broken_rubric_refuses_the_case_with_the_reason(
     if extra == "[study] probe":
         text, extra = text.replace('probe = "probe.sh"', 'probe = "../../kit/missing.sh"'), ""
     if extra.startswith("[mechanism]"):
-        text = text.replace("passage_chars = 400\n", "passage_chars = 400\ncolour = 1\n")
+        text = text.replace("[mechanism]\n", "[mechanism]\n" + extra.split("\n", 1)[1])
         extra = ""
     path.write_text(text + "\n" + extra)
     with pytest.raises(CaseDefinitionError) as raised:
@@ -104,7 +104,8 @@ def test_a_rubric_needs_fixtures_of_both_kinds(case_copy: Path) -> None:
 def test_the_rubric_never_changes_the_grader_hash(case_copy: Path) -> None:
     before = load_case(case_copy).grader_hash()
     path = case_copy / "grader" / "diagnosis" / "rubric.toml"
-    path.write_text(path.read_text().replace("passage_chars = 400", "passage_chars = 500"))
+    path.write_text(path.read_text().replace("[mechanism]", "[mechanism]\n# improved"))
+    (path.parent / "heldout.toml").write_text("changed")
     assert load_case(case_copy).grader_hash() == before
     (case_copy / "grader" / "scenarios.toml").write_text(
         (case_copy / "grader" / "scenarios.toml").read_text() + "\n#\n"
@@ -131,9 +132,13 @@ def test_rubric_judge(rubric: Rubric, statement: str, correct: bool) -> None:
     assert RubricJudge().judge(statement, rubric).correct is correct
 
 
-def test_concepts_in_far_apart_passages_are_not_one_diagnosis(rubric: Rubric) -> None:
+def test_concepts_far_apart_in_one_statement_are_one_diagnosis_with_evidence(rubric: Rubric) -> None:
     filler = " ".join(["the configuration and logs look ordinary"] * 30)
-    assert RubricJudge().judge(f"ANSWER is 41, {filler}, the README documents 42.", rubric).correct is False
+    statement = f"ANSWER is 41, {filler}, the README documents 42."
+    verdict = RubricJudge().judge(statement, rubric)
+    assert verdict.correct is True and len(statement) > 1000
+    evidence = {"the constant is 41": "ANSWER is 41", "the README documents 42": "README documents 42"}
+    assert dict(verdict.evidence) == evidence
 
 
 def test_author_fixtures_give_full_precision_and_recall(rubric: Rubric, judgements: Path) -> None:
@@ -162,42 +167,9 @@ def test_verdicts_are_cached_by_statements_rubric_and_judge(rubric: Rubric, judg
     statements = ["ANSWER is 41 but the README documents 42.", "nothing"]
     first = judge_statements(statements, rubric, Counting())
     again = judge_statements(statements, rubric, Counting())
-    assert first == again and Counting.calls == 2 and len(list(judgements.iterdir())) == 1
-
-
-# -- the LLM judge, through the real client and the fake endpoint ------------------------------
-
-
-def test_llm_judge_answers_in_the_closed_schema(rubric: Rubric, judgements: Path) -> None:
-    names = [c.name for c in rubric.concepts]
-    answers = [
-        {"correct": True, "concepts": names, "wrong": [], "rationale": "states both"},
-        {"correct": False, "concepts": names[:1], "wrong": [], "rationale": "half"},
-        {"correct": True, "concepts": names[:1], "wrong": []},  # says correct without every concept
-        {"correct": True, "concepts": names, "wrong": [], "verdict": "pass"},  # a key outside the schema
-        {"correct": "yes"},
-    ]
-    script = [turn(content=json.dumps(a)) for a in answers] + [turn(content="The statement is correct.")]
-    with FakeOpenAIServer(script) as server:
-        judge = LLMJudge("judge-model", server.url)
-        verdicts = [judge.judge("ANSWER is 41 but README says 42", rubric) for _ in range(len(script))]
-        request = server.requests[0].body
-    assert [v.correct for v in verdicts] == [True, False, None, None, None, None]
-    assert "<statement>" in request["messages"][1]["content"] and request["response_format"] == {"type": "json_object"}
-    assert judge.identity == f"llm:judge-model@{server.url}"
-    # An undecided verdict is not cached (asked again next time); a decided one is.
-    for answer, cached in ((answers[4], 0), (answers[1], 1)):
-        with FakeOpenAIServer([turn(content=json.dumps(answer))]) as server:
-            judge_statements(["a statement"], rubric, LLMJudge("judge-model", server.url))
-        assert len(list(judgements.glob("*.json"))) == cached
-
-
-def test_llm_judge_failures_are_undecided(rubric: Rubric) -> None:
-    with FakeOpenAIServer([]) as server:
-        url = server.url
-    verdict = LLMJudge("judge-model", url, timeout_s=2).judge("anything", rubric)  # the server is gone
-    assert verdict.correct is None and "failed" in verdict.note
-    assert parse_answer("[1, 2]", rubric).correct is None
+    assert first == again and Counting.calls == 2 and len(list(judgements.iterdir())) == 2
+    judge_statements([*statements, "a new one"], rubric, Counting())  # per statement: only the new one is judged
+    assert Counting.calls == 3 and len(list(judgements.iterdir())) == 3
 
 
 # -- the symptom detector ----------------------------------------------------------------------

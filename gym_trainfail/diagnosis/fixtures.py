@@ -1,17 +1,19 @@
-"""A rubric checked against its author's statement fixtures: correct diagnoses, near misses and
-the known wrong explanations. Qualification prints the precision and recall per judge."""
+"""A rubric checked against labelled statements: its author's fixtures (correct diagnoses, near
+misses and the known wrong explanations) or a held-out set (:mod:`.heldout`). Qualification
+prints the precision and recall per judge."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gym_trainfail.diagnosis.judges import Judge, judge_statements
+from gym_trainfail.diagnosis.judges import Judge, Verdict, judge_statements
 from gym_trainfail.diagnosis.rubric import Rubric
 
 
 @dataclass(frozen=True)
 class FixtureCheck:
-    """How a judge classified a rubric's fixtures."""
+    """How a judge classified labelled statements."""
 
     judge: str
     true_positive: int
@@ -19,7 +21,7 @@ class FixtureCheck:
     false_negative: int
     true_negative: int
     undecided: int
-    #: Labels (or openings) of the fixtures the judge got wrong or could not decide.
+    #: Labels (or openings) of the statements the judge got wrong or could not decide.
     misjudged: tuple[str, ...]
 
     @property
@@ -31,6 +33,10 @@ class FixtureCheck:
     def recall(self) -> float | None:
         actual = self.true_positive + self.false_negative
         return self.true_positive / actual if actual else None
+
+    @property
+    def total(self) -> int:
+        return self.true_positive + self.false_positive + self.false_negative + self.true_negative
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -46,20 +52,36 @@ class FixtureCheck:
         }
 
 
-def check_fixtures(rubric: Rubric, judge: Judge) -> FixtureCheck:
-    """Judge every fixture of ``rubric``; an undecided verdict counts against recall or
-    specificity like a wrong one, and is listed."""
-    verdicts = judge_statements([f.text for f in rubric.fixtures], rubric, judge)
+@dataclass(frozen=True)
+class Labelled:
+    """A statement, whether it is a correct diagnosis, and what to call it when misjudged."""
+
+    text: str
+    correct: bool
+    label: str
+
+
+def classify(items: Sequence[Labelled], rubric: Rubric, judge: Judge) -> tuple[FixtureCheck, list[Verdict]]:
+    """Judge every statement; an undecided verdict counts against recall or specificity like a
+    wrong one, and is listed."""
+    verdicts = judge_statements([item.text for item in items], rubric, judge)
     counts = {"tp": 0, "fp": 0, "fn": 0, "tn": 0, "undecided": 0}
     misjudged = []
-    for fixture, verdict in zip(rubric.fixtures, verdicts, strict=True):
+    for item, verdict in zip(items, verdicts, strict=True):
         called = verdict.correct is True
         if verdict.correct is None:
             counts["undecided"] += 1
-        key = ("tp" if called else "fn") if fixture.correct else ("fp" if called else "tn")
+        key = ("tp" if called else "fn") if item.correct else ("fp" if called else "tn")
         counts[key] += 1
-        if verdict.correct is None or called != fixture.correct:
-            expected = "correct" if fixture.correct else "incorrect"
-            misjudged.append(f"{fixture.label or fixture.text[:60]} (expected {expected})")
-    return FixtureCheck(judge.identity, counts["tp"], counts["fp"], counts["fn"], counts["tn"],
-                        counts["undecided"], tuple(misjudged))  # fmt: skip
+        if verdict.correct is None or called != item.correct:
+            expected = "correct" if item.correct else "incorrect"
+            misjudged.append(f"{item.label} (expected {expected})")
+    check = FixtureCheck(judge.identity, counts["tp"], counts["fp"], counts["fn"], counts["tn"],
+                         counts["undecided"], tuple(misjudged))  # fmt: skip
+    return check, verdicts
+
+
+def check_fixtures(rubric: Rubric, judge: Judge) -> FixtureCheck:
+    """Judge every fixture of ``rubric``."""
+    items = [Labelled(f.text, f.correct, f.label or f.text[:60]) for f in rubric.fixtures]
+    return classify(items, rubric, judge)[0]

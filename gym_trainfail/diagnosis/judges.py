@@ -1,64 +1,77 @@
 """Judges: is a statement a correct diagnosis of the case, by its rubric?
 
-:class:`RubricJudge` (the default) is deterministic and needs no network: a statement is
-correct when one passage of it (a window of the rubric's ``passage_chars``) states every
-concept of the mechanism (one accepted phrasing each, not negated) and no known wrong
-explanation. :class:`~.llm_judge.LLMJudge` asks a model
-behind any OpenAI-compatible endpoint for a structured answer. Both answer with a
-:class:`Verdict`; :func:`judge_statements` caches an episode's verdicts by (statements, rubric,
-judge), like receipts.
+Both judges apply one definition (``docs/diagnosis.md``): a statement is a diagnosis when every
+concept of the mechanism is asserted in it as the agent's own current belief, none of those
+assertions is withdrawn later in the statement, and no known wrong explanation is asserted.
+Each judge answers per concept, with the span of the statement that asserts it
+(:class:`Verdict` ``evidence``).
+
+:class:`RubricJudge` (the default) is deterministic and needs no network: a concept is asserted
+where one of its phrasings matches anywhere in the statement and :mod:`.reading` finds the match
+neither negated, denied nor withdrawn. :class:`~.llm_judge.LLMJudge` asks a model behind any
+OpenAI-compatible endpoint for a per-concept answer with exact quotes, which the code checks.
+:func:`judge_statements` caches verdicts per (statement text, rubric, judge).
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from gym_trainfail.diagnosis.reading import Assertion, assertions, views, withdrawals, withdrawn
 from gym_trainfail.diagnosis.rubric import Concept, Rubric
 from gym_trainfail.hashing import bytes_digest
 from gym_trainfail.paths import home
 
-#: Words that take back what follows them in the same clause ("not the per-rank mean").
-NEGATION = re.compile(
-    r"\b(?:not|no|never|isn't|aren't|wasn't|doesn't|don't|didn't|cannot|can't|rather than|instead of|"
-    r"rules? out|ruled out|unlikely|unrelated|irrelevant)\b|n't\b",
-    re.IGNORECASE,
-)
-#: Where a clause starts: a negation before it does not reach past it.
-CLAUSE_BREAK = re.compile(r"[;!?\n]|[.:](?=\s|$)|\b(?:but|however|although|whereas)\b", re.IGNORECASE)
-NEGATION_REACH = 48
 EXCERPT_CHARS = 300
+#: A quote kept as evidence is cut to this many characters.
+QUOTE_CHARS = 400
 #: Bump when judging changes, so cached verdicts are recomputed.
-JUDGE_CACHE_VERSION = 1
+JUDGE_CACHE_VERSION = 2
 
 
 @dataclass(frozen=True)
 class Verdict:
     """A judge's answer about one statement. ``correct`` is ``None`` when the judge could not
-    decide (an LLM answer that failed the schema): never counted as a diagnosis."""
+    decide (an LLM answer that failed the schema or quoted text that is not in the statement):
+    never counted as a diagnosis. ``concepts`` and ``wrong`` name what the statement asserts;
+    ``evidence`` gives, per asserted name, the quote (a substring of the statement) asserting it."""
 
     correct: bool | None
     concepts: tuple[str, ...] = ()
     wrong: tuple[str, ...] = ()
     passage: str = ""
     note: str = ""
+    evidence: tuple[tuple[str, str], ...] = ()
+    #: Whether the statement withdrew a diagnosis it had stated.
+    withdrawn: bool = False
 
     def to_json(self) -> dict[str, object]:
-        return asdict(self)
+        return {
+            "correct": self.correct,
+            "concepts": list(self.concepts),
+            "wrong": list(self.wrong),
+            "passage": self.passage,
+            "note": self.note,
+            "evidence": {name: quote for name, quote in self.evidence},
+            "withdrawn": self.withdrawn,
+        }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Verdict:
+    def from_json(cls, data: Mapping[str, Any]) -> Verdict:
         correct = data.get("correct")
+        evidence = data.get("evidence")
         return cls(
             correct=correct if isinstance(correct, bool) else None,
             concepts=tuple(str(c) for c in data.get("concepts") or ()),
             wrong=tuple(str(w) for w in data.get("wrong") or ()),
             passage=str(data.get("passage", "")),
             note=str(data.get("note", "")),
+            evidence=tuple((str(k), str(v)) for k, v in evidence.items()) if isinstance(evidence, Mapping) else (),
+            withdrawn=data.get("withdrawn") is True,
         )
 
 
@@ -74,44 +87,40 @@ class Judge(Protocol):
 
 
 class RubricJudge:
-    """The deterministic judge: concept phrasings co-occurring in one passage."""
+    """The deterministic judge: each concept asserted somewhere in the statement by one of its
+    phrasings (not negated, denied or withdrawn), and no wrong explanation asserted."""
 
     identity = "rubric"
 
     def judge(self, statement: str, rubric: Rubric) -> Verdict:
-        stated: set[str] = set()
-        wrong: set[str] = set()
-        for passage in passages(statement, rubric.passage_chars):
-            found = {c.name for c in rubric.concepts if _states(c, passage)}
-            blamed = {w.name for w in rubric.wrong if _states(w, passage)}
-            stated |= found
-            wrong |= blamed
-            if len(found) == len(rubric.concepts) and not blamed:
-                return Verdict(True, tuple(sorted(found)), (), _excerpt(passage))
-        return Verdict(False, tuple(sorted(stated)), tuple(sorted(wrong)), "")
+        wrong_patterns = [p for w in rubric.wrong for p in w.phrasings]
+        taken_back = withdrawals(statement, wrong_patterns)
+        read = views(statement)
+        concepts = {c.name: _asserted(c, read, taken_back, wrong=False) for c in rubric.concepts}
+        blamed = {w.name: _asserted(w, read, taken_back, wrong=True) for w in rubric.wrong}
+        stated = {name: a for name, a in concepts.items() if a is not None}
+        asserted_wrong = {name: a for name, a in blamed.items() if a is not None}
+        # Withdrawn: every concept was stated at some point, but not all of them still stand.
+        ever = all(_asserted(c, read, [], wrong=False) is not None for c in rubric.concepts)
+        correct = len(stated) == len(rubric.concepts) and not asserted_wrong
+        evidence = tuple((name, _quote(statement, a)) for name, a in (*stated.items(), *asserted_wrong.items()))
+        passage = _excerpt(" … ".join(_quote(statement, a) for a in stated.values())) if correct else ""
+        return Verdict(correct, tuple(sorted(stated)), tuple(sorted(asserted_wrong)), passage, "", evidence,
+                       withdrawn=ever and not correct and bool(taken_back))  # fmt: skip
 
 
-def passages(text: str, size: int) -> list[str]:
-    """``text`` as overlapping windows of ``size`` characters (half a window apart): concepts
-    stated within half a window of each other always share one."""
-    text = text.strip()
-    if len(text) <= size:
-        return [text] if text else []
-    step = max(1, size // 2)
-    return [text[i : i + size] for i in range(0, len(text) - step, step)]
+def _asserted(concept: Concept, read: Sequence[Any], taken_back: Sequence[Any], *, wrong: bool) -> Assertion | None:
+    """The first assertion of ``concept`` that is not withdrawn later, in any view."""
+    live: list[Assertion] = []
+    for view in read:
+        live += [
+            a for a in assertions(concept.phrasings, view, wrong=wrong) if not withdrawn(a, taken_back, wrong=wrong)
+        ]
+    return min(live, key=lambda a: (a.start, -a.end), default=None)
 
 
-def _states(concept: Concept, passage: str) -> bool:
-    """Whether ``passage`` states ``concept``: some phrasing matches with no negation in it or
-    before it in the same clause."""
-    for pattern in concept.phrasings:
-        for match in pattern.finditer(passage):
-            before = passage[max(0, match.start() - NEGATION_REACH) : match.start()]
-            breaks = list(CLAUSE_BREAK.finditer(before))
-            clause = before[breaks[-1].end() :] if breaks else before
-            if not NEGATION.search(clause) and not NEGATION.search(match.group(0)):
-                return True
-    return False
+def _quote(statement: str, assertion: Assertion) -> str:
+    return statement[assertion.start : assertion.end][:QUOTE_CHARS]
 
 
 def _excerpt(text: str) -> str:
@@ -122,23 +131,30 @@ def _excerpt(text: str) -> str:
 def judge_statements(
     statements: Sequence[str], rubric: Rubric, judge: Judge, *, cache_dir: Path | None = None
 ) -> list[Verdict]:
-    """Verdicts on ``statements`` (in order), cached by (statements, rubric, judge)."""
-    if not statements:
-        return []
-    key = bytes_digest(
-        json.dumps([JUDGE_CACHE_VERSION, judge.identity, rubric.digest, list(statements)]).encode("utf-8")
-    )
-    path = (cache_dir or home() / "judgements") / f"{key}.json"
-    try:
-        cached = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(cached, list) and len(cached) == len(statements):
-            return [Verdict.from_json(v) for v in cached]
-    except (OSError, ValueError, TypeError, AttributeError):
-        pass
-    verdicts = [judge.judge(text, rubric) for text in statements]
-    if all(v.correct is not None for v in verdicts):  # an undecided verdict is asked again next time
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(".tmp")
-        partial.write_text(json.dumps([v.to_json() for v in verdicts]), encoding="utf-8")
-        partial.replace(path)
+    """Verdicts on ``statements`` (in order), each cached by (statement text, rubric, judge);
+    an undecided verdict is not cached, so it is asked again next time."""
+    folder = cache_dir or home() / "judgements"
+    verdicts = []
+    for text in statements:
+        key = bytes_digest(json.dumps([JUDGE_CACHE_VERSION, judge.identity, rubric.digest, text]).encode("utf-8"))
+        path = folder / f"{key}.json"
+        verdict = _cached(path)
+        if verdict is None:
+            verdict = judge.judge(text, rubric)
+            if verdict.correct is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                partial = path.with_suffix(".tmp")
+                partial.write_text(json.dumps(verdict.to_json()), encoding="utf-8")
+                partial.replace(path)
+        verdicts.append(verdict)
     return verdicts
+
+
+def _cached(path: Path) -> Verdict | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("correct"), bool):
+        return None
+    return Verdict.from_json(data)

@@ -9,9 +9,8 @@ Schema (every key is checked; a broken rubric refuses the case at registration):
 
     [mechanism]
     summary = "one paragraph: the mechanism, for LLM judges and readers"
-    passage_chars = 800            # concepts must co-occur within one passage of this size
 
-    [[mechanism.concept]]          # every concept must be stated (one of its phrasings)
+    [[mechanism.concept]]          # every concept must be asserted somewhere in the statement
     name = "per-rank normalisation"
     any = ['regex', ...]           # case-insensitive regular expressions
 
@@ -19,8 +18,8 @@ Schema (every key is checked; a broken rubric refuses the case at registration):
     path = "sft/losses.py"         # symbols must occur in them)
     symbols = ["token_mean_loss"]
 
-    [[wrong]]                      # known wrong explanations: a passage that states one is
-    name = "RAM-efficient loading" # not a correct diagnosis
+    [[wrong]]                      # known wrong explanations: a statement that asserts one
+    name = "RAM-efficient loading" # is not a correct diagnosis
     any = ['regex', ...]
 
     [symptom]                      # the private symptom detector (see :mod:`.symptoms`)
@@ -63,11 +62,14 @@ from gym_trainfail.hashing import bytes_digest
 #: The folder under ``grader/`` that holds the rubric (and the study agent's files).
 DIAGNOSIS_DIR = "diagnosis"
 RUBRIC_FILE = "rubric.toml"
-DEFAULT_PASSAGE_CHARS = 800
+#: Keys older rubrics had, and why they are gone.
+RETIRED = {
+    "passage_chars": "concepts are now matched across the whole statement (docs/diagnosis.md); remove the key",
+}
 
 KEYS: Mapping[str, frozenset[str]] = {
     "": frozenset({"mechanism", "culprit", "wrong", "symptom", "validation", "fixture", "study"}),
-    "mechanism": frozenset({"summary", "passage_chars", "concept"}),
+    "mechanism": frozenset({"summary", "concept"}),
     "concept": frozenset({"name", "any"}),
     "culprit": frozenset({"path", "symbols"}),
     "wrong": frozenset({"name", "any"}),
@@ -143,7 +145,6 @@ class Rubric:
     path: Path
     digest: str
     summary: str
-    passage_chars: int
     concepts: tuple[Concept, ...]
     culprits: tuple[Culprit, ...]
     wrong: tuple[Concept, ...]
@@ -185,14 +186,10 @@ def load_rubric(grader_dir: Path, workspace_dir: Path) -> Rubric | None:
         check.fail("fixture", "expected at least one correct and one incorrect statement fixture")
     validation = data.get("validation", {})
     check.keys(validation, "validation")
-    passage = mechanism.get("passage_chars", DEFAULT_PASSAGE_CHARS)
-    if isinstance(passage, bool) or not isinstance(passage, int) or not 80 <= passage <= 20_000:
-        check.fail("mechanism.passage_chars", f"expected a whole number from 80 to 20000, found {passage!r}")
     return Rubric(
         path=path,
         digest=bytes_digest(raw),
         summary=check.text(mechanism, "summary", "mechanism.summary"),
-        passage_chars=passage,
         concepts=concepts,
         culprits=culprits,
         wrong=wrong,
@@ -218,6 +215,8 @@ class _Check:
             return
         allowed = KEYS[table.rsplit(".", 1)[-1]]
         for key in node:
+            if key in RETIRED and key not in allowed:
+                self.fail(f"{table}.{key}".lstrip("."), f"no longer used: {RETIRED[key]}")
             if key not in allowed:
                 self.fail(f"{table}.{key}".lstrip("."), f"unknown key; valid keys here: {', '.join(sorted(allowed))}")
 

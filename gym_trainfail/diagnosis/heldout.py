@@ -1,0 +1,317 @@
+"""A case's held-out diagnosis statements: ``grader/diagnosis/heldout.toml`` and its hash.
+
+Someone who has not seen the rubric's patterns writes correct and not-correct statements about
+the case's mechanism (in the styles agents write, with withdrawals among the not-correct ones)
+and hashes the file when done (``sha256sum heldout.toml > heldout.sha256``). The rubric is
+never tuned on it: qualification measures the deterministic judge on it and refuses a rubric
+below :data:`MIN_PRECISION` / :data:`MIN_RECALL`. A file whose hash no longer matches was
+changed after it was written and is refused. Like the rubric, it never reaches a sandbox and is
+left out of the grader hash. Schema (every key checked)::
+
+    [heldout]
+    case = "TrainFail/...-v0"
+    author = "..."
+    written = "2026-12-01T16:30:00Z"
+    [[statement]]
+    id = "c01"          # unique
+    expect = "correct"  # or "incorrect"
+    style = "terse"     # a free word
+    withdrawn = false   # true: a correct diagnosis followed by its own withdrawal (expect = "incorrect")
+    text = \"\"\"...\"\"\"
+
+``python -m gym_trainfail.diagnosis.heldout CASE ...`` prints the figures (no training runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import re
+import sys
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gym_trainfail.diagnosis.fixtures import FixtureCheck, Labelled, classify
+from gym_trainfail.diagnosis.judges import Judge, RubricJudge
+from gym_trainfail.diagnosis.llm_judge import LLMJudge
+from gym_trainfail.diagnosis.rubric import DIAGNOSIS_DIR, Rubric
+from gym_trainfail.errors import CaseDefinitionError, TrainFailError
+from gym_trainfail.hashing import bytes_digest
+from gym_trainfail.registry import default_registry, resolve_case
+
+HELDOUT_FILE = "heldout.toml"
+HASH_FILE = "heldout.sha256"
+MIN_PRECISION = 0.95
+MIN_RECALL = 0.75
+MAX_FILE_BYTES = 2 * 1024 * 1024
+MAX_STATEMENTS = 1000
+MAX_TEXT_CHARS = 24_000
+ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+HASH_LINE = re.compile(r"([0-9a-fA-F]{64})(?:\s+\*?(.+?))?\s*")
+KEYS: Mapping[str, frozenset[str]] = {
+    "": frozenset({"heldout", "statement"}),
+    "heldout": frozenset({"case", "author", "written"}),
+    "statement": frozenset({"id", "expect", "style", "withdrawn", "text"}),
+}
+
+
+class HeldoutError(CaseDefinitionError):
+    """A held-out set that cannot be used (malformed, or changed since it was hashed)."""
+
+
+@dataclass(frozen=True)
+class HeldoutStatement:
+    """One held-out statement."""
+
+    id: str
+    correct: bool
+    style: str
+    withdrawn: bool
+    text: str
+
+
+@dataclass(frozen=True)
+class HeldoutSet:
+    """A validated held-out set whose hash matched."""
+
+    path: Path
+    case: str
+    author: str
+    written: str
+    digest: str
+    statements: tuple[HeldoutStatement, ...]
+
+
+def heldout_path(grader_dir: Path) -> Path:
+    return grader_dir / DIAGNOSIS_DIR / HELDOUT_FILE
+
+
+def load_heldout(grader_dir: Path, case_id: str) -> HeldoutSet | None:
+    """The case's held-out set, or ``None`` when it has none; a malformed one, or one whose
+    bytes no longer match ``heldout.sha256``, raises :class:`HeldoutError` saying what to do."""
+    path = heldout_path(grader_dir)
+    if not path.exists():
+        return None
+    raw = path.read_bytes()
+    if len(raw) > MAX_FILE_BYTES:
+        raise HeldoutError(f"{path}: {len(raw)} bytes, over the {MAX_FILE_BYTES}-byte limit")
+    digest = bytes_digest(raw)
+    _check_hash(path, digest)
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise HeldoutError(f"{path}: not valid TOML: {exc}") from None
+    check = _Check(path)
+    check.keys(data, "")
+    head = data.get("heldout")
+    check.keys(head, "heldout")
+    assert isinstance(head, Mapping)
+    case = check.text(head, "case", "heldout.case", 200)
+    if case != case_id:
+        check.fail("heldout.case", f"the set is for {case!r}, not {case_id!r}")
+    statements = data.get("statement")
+    if not isinstance(statements, list) or not statements:
+        check.fail("statement", "expected one or more [[statement]] tables")
+    assert isinstance(statements, list)
+    if len(statements) > MAX_STATEMENTS:
+        check.fail("statement", f"{len(statements)} statements, over the limit of {MAX_STATEMENTS}")
+    parsed = tuple(check.statement(s, f"statement[{i}]") for i, s in enumerate(statements))
+    seen: set[str] = set()
+    for s in parsed:
+        if s.id in seen:
+            check.fail("statement.id", f"{s.id!r} is used twice (ids must be unique)")
+        seen.add(s.id)
+    if {s.correct for s in parsed} != {True, False}:
+        check.fail("statement", "expected at least one correct and one incorrect statement")
+    return HeldoutSet(path, case, check.text(head, "author", "heldout.author", 200), check.written(head), digest,
+                      parsed)  # fmt: skip
+
+
+def _check_hash(path: Path, digest: str) -> None:
+    hash_path = path.with_name(HASH_FILE)
+    redo = f"if its author changed it on purpose, they re-hash it: `sha256sum {HELDOUT_FILE} > {HASH_FILE}`"
+    try:
+        line = hash_path.read_text(encoding="utf-8", errors="replace")[:4096].strip().splitlines()
+    except OSError:
+        raise HeldoutError(f"{path}: no {HASH_FILE} beside it; the hash taken when the set was written is "
+                           f"required ({redo})") from None  # fmt: skip
+    found = HASH_LINE.fullmatch(line[0]) if line else None
+    if found is None:
+        raise HeldoutError(f"{hash_path}: expected `sha256sum` output ('<64 hex digits>  {HELDOUT_FILE}')")
+    if found.group(2) is not None and Path(found.group(2).strip()).name != HELDOUT_FILE:
+        raise HeldoutError(f"{hash_path}: hashes {found.group(2)!r}, not {HELDOUT_FILE}")
+    if found.group(1).lower() != digest:
+        raise HeldoutError(
+            f"{path} changed after it was written: its sha256 is {digest[:12]}…, {HASH_FILE} says "
+            f"{found.group(1)[:12].lower()}…. A held-out set must not be edited once written (tuning on it voids "
+            f"the measurement); {redo}"
+        )
+
+
+class _Check:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, key: str, message: str) -> Any:
+        raise HeldoutError(f"{self.path}: {key}: {message}")
+
+    def keys(self, node: object, table: str) -> None:
+        if not isinstance(node, Mapping):
+            self.fail(table or "(top level)", "expected a table")
+            return
+        allowed = KEYS[table]
+        for key in node:
+            if key not in allowed:
+                self.fail(f"{table}.{key}".lstrip("."), f"unknown key; valid keys here: {', '.join(sorted(allowed))}")
+
+    def text(self, node: Mapping[str, Any], key: str, where: str, limit: int) -> str:
+        value = node.get(key)
+        if not isinstance(value, str) or not value.strip():
+            return str(self.fail(where, "expected a non-empty string"))
+        if len(value) > limit:
+            self.fail(where, f"{len(value)} characters, over the limit of {limit}")
+        return str(value).strip()
+
+    def written(self, node: Mapping[str, Any]) -> str:
+        value = node.get("written")
+        if isinstance(value, dt.datetime):
+            return value.isoformat()
+        try:
+            return dt.datetime.fromisoformat(value).isoformat() if isinstance(value, str) else self._bad_time(value)
+        except ValueError:
+            return self._bad_time(value)
+
+    def _bad_time(self, value: object) -> str:
+        self.fail("heldout.written", f"expected an ISO 8601 time such as '2026-12-01T16:30:00Z', found {value!r}")
+        return ""
+
+    def statement(self, node: object, where: str) -> HeldoutStatement:
+        self.keys(node, "statement")
+        assert isinstance(node, Mapping)
+        missing = KEYS["statement"] - set(node)
+        if missing:
+            self.fail(where, f"missing {', '.join(sorted(missing))}")
+        ident = node["id"]
+        if not isinstance(ident, str) or not ID.fullmatch(ident):
+            self.fail(f"{where}.id", f"expected letters, digits, '_', '.' or '-' (up to 64), found {ident!r}")
+        expect = node["expect"]
+        if expect not in ("correct", "incorrect"):
+            self.fail(f"{where}.expect", f"expected 'correct' or 'incorrect', found {expect!r}")
+        withdrawn = node["withdrawn"]
+        if not isinstance(withdrawn, bool):
+            self.fail(f"{where}.withdrawn", f"expected true or false, found {withdrawn!r}")
+        if withdrawn and expect != "incorrect":
+            self.fail(f"{where}.withdrawn", "a withdrawn diagnosis is not a diagnosis: set expect = 'incorrect'")
+        style = self.text(node, "style", f"{where}.style", 64)
+        return HeldoutStatement(ident, expect == "correct", style, withdrawn,
+                                self.text(node, "text", f"{where}.text", MAX_TEXT_CHARS))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class HeldoutCheck:
+    """How a judge classified a held-out set."""
+
+    classified: FixtureCheck
+    #: Withdrawn statements (a diagnosis followed by its own withdrawal) and how many were rejected.
+    withdrawn: int
+    withdrawn_rejected: int
+    statements: int
+    digest: str
+
+    @property
+    def withdrawn_rejection(self) -> float | None:
+        return self.withdrawn_rejected / self.withdrawn if self.withdrawn else None
+
+    def problems(self) -> list[str]:
+        """Why the rubric is refused on this set (empty when it passes)."""
+        found = []
+        precision, recall = self.classified.precision, self.classified.recall
+        if precision is None or precision < MIN_PRECISION:
+            found.append(f"held-out precision {_pct(precision)} is below {MIN_PRECISION:.0%}")
+        if recall is None or recall < MIN_RECALL:
+            found.append(f"held-out recall {_pct(recall)} is below {MIN_RECALL:.0%}")
+        return found
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            **self.classified.to_json(),
+            "statements": self.statements,
+            "withdrawn": self.withdrawn,
+            "withdrawn_rejected": self.withdrawn_rejected,
+            "withdrawn_rejection": self.withdrawn_rejection,
+            "heldout_sha256": self.digest,
+        }
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+def check_heldout(heldout: HeldoutSet, rubric: Rubric, judge: Judge | None = None) -> HeldoutCheck:
+    """Judge every held-out statement (the deterministic judge by default). Misjudged statements
+    are listed by id and style only: their text stays in the file."""
+    judge = judge or RubricJudge()
+    items = [Labelled(s.text, s.correct, f"{s.id} [{s.style}]") for s in heldout.statements]
+    classified, verdicts = classify(items, rubric, judge)
+    withdrawn = [v for s, v in zip(heldout.statements, verdicts, strict=True) if s.withdrawn]
+    rejected = sum(v.correct is False for v in withdrawn)
+    return HeldoutCheck(classified, len(withdrawn), rejected, len(heldout.statements), heldout.digest)
+
+
+def summary_line(check: HeldoutCheck | None) -> str:
+    """One line for qualification and the CLI."""
+    if check is None:
+        return "held-out statements: no held-out set (grader/diagnosis/heldout.toml); not measured, not refused"
+    c = check.classified
+    line = (f"held-out statements ({c.judge} judge) on {check.statements}: precision {_pct(c.precision)}, recall "
+            f"{_pct(c.recall)}, withdrawn rejected {_pct(check.withdrawn_rejection)} "
+            f"({check.withdrawn_rejected}/{check.withdrawn})")  # fmt: skip
+    return line + (f", {c.undecided} undecided" if c.undecided else "")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m gym_trainfail.diagnosis.heldout CASE ...``: each case's held-out figures for
+    the deterministic judge (or ``--judge-model``), without running any training."""
+    parser = argparse.ArgumentParser(prog="python -m gym_trainfail.diagnosis.heldout", description=main.__doc__)
+    parser.add_argument("cases", nargs="+", help="case ids or folders ('all': every registered case)")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--judge-model", help="measure this LLM judge instead of the deterministic one")
+    parser.add_argument("--judge-base-url")
+    args = parser.parse_args(argv)
+    judge: Judge = RubricJudge()
+    if args.judge_model:
+        judge = LLMJudge(args.judge_model, args.judge_base_url)
+    rows: dict[str, object] = {}
+    refused = False
+    try:
+        cases = list(default_registry()) if list(args.cases) == ["all"] else [resolve_case(c) for c in args.cases]
+        for case in cases:
+            if case.rubric is None:
+                rows[case.id] = "no diagnosis rubric"
+                if not args.json:
+                    print(f"{case.id}: no diagnosis rubric")
+                continue
+            heldout = load_heldout(case.grader_dir, case.id)
+            check = check_heldout(heldout, case.rubric, judge) if heldout is not None else None
+            refused |= bool(check and check.problems())
+            rows[case.id] = check.to_json() if check else "no held-out set"
+            if not args.json:
+                print(f"{case.id}: {summary_line(check)}")
+                for problem in check.problems() if check else []:
+                    print(f"  refused: {problem}")
+                for item in check.classified.misjudged if check else ():
+                    print(f"  misjudged: {item}")
+    except TrainFailError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    return 1 if refused else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

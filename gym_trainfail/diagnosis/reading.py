@@ -1,0 +1,232 @@
+"""How the deterministic judge reads agent prose: where a rubric phrasing is *asserted*.
+
+A phrasing's match is an assertion unless
+
+- a negation governs it: a negation word before it in the same clause (commas and spaced dashes
+  end a clause for the mechanism's concepts; for known wrong explanations only stronger breaks
+  do, so "not the learning rate, padding or accumulation" rejects all three), or a negation word
+  inside the match that the phrasing does not need (``README never documents 42`` under
+  ``README.{0,60}42``; a phrasing written *with* its negation, ``doesn't account for``, keeps it);
+- a denial follows it in its clause ("… is not the cause", "… is harmless", "ruled out");
+- a later withdrawal takes it back ("Edit: scratch that", "I was wrong", "that's not it", a
+  reported claim followed by "it is false"): a withdrawal cancels every match before the end of
+  its clause, except that a withdrawal whose sentence names a known wrong explanation only
+  cancels wrong explanations ("I was wrong to blame the learning rate").
+
+Matching runs over three views of the statement with the same offsets back into it: as written,
+without markup (backticks, brackets, asterisks, quotes; whitespace runs collapsed), and with code
+identifiers split (``padded_vocab`` → ``padded vocab``, ``fc1.weight`` → ``fc1 weight``). The span
+an assertion comes from is always a substring of the original statement.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+#: Words that take back what follows them in their clause ("not the per-rank mean").
+NEGATION = re.compile(
+    r"\b(?:not|no|never|nor|neither|none|nothing|isn't|aren't|wasn't|weren't|doesn't|don't|didn't|cannot|can't|"
+    r"rather\s+than|instead\s+of|rules?\s+out|ruled\s+out|unlikely|unrelated|irrelevant)\b|n't\b",
+    re.IGNORECASE,
+)
+#: Phrases built from a negation word that do not negate ("not only", "no longer").
+NOT_NEGATION = re.compile(
+    r"\bnot\s+(?:only|just|merely|simply|least|surprising\w*)\b|\bno\s+(?:longer|doubt|wonder|matter)\b|"
+    r"\bif\s+not\b|\bwhether\s+or\s+not\b",
+    re.IGNORECASE,
+)
+#: Where a clause ends for a concept: a negation does not reach past it.
+CLAUSE_BREAK = re.compile(
+    r"[;!?\n,]|[.:](?=\s|$)|\s[-–—]+\s|—|--|\b(?:but|however|although|though|whereas|yet)\b", re.IGNORECASE
+)
+#: Where a clause ends for a known wrong explanation (commas do not end it).
+STRONG_BREAK = re.compile(r"[;!?\n]|[.:](?=\s|$)|\b(?:but|however|although|whereas)\b", re.IGNORECASE)
+#: How far before a match a negation word is looked for.
+NEGATION_REACH = 56
+#: A denial of what precedes it, in the same clause ("… is not the cause", "… is harmless").
+DENIAL = re.compile(
+    r"\b(?:is|are|was|were)\s+not\s+(?:the\s+|a\s+|an\s+)?(?:root\s+)?(?:cause|culprit|problem|issue|bug|reason|"
+    r"explanation|factor)\b|\b(?:isn't|aren't|wasn't|weren't|'s\s+not|'re\s+not)\s+(?:the\s+|a\s+|an\s+)?(?:root\s+)?"
+    r"(?:cause|culprit|problem|issue|bug|reason|explanation|factor)\b|\b(?:is|are|was|were|'s)\s+(?:harmless|"
+    r"benign|irrelevant|a\s+red\s+herring|ruled\s+out|excluded|fine)\b|\b(?:does\s+not|doesn't|did\s+not|didn't)\s+"
+    r"matter\b|\bmakes?\s+no\s+difference\b|\bhas\s+no\s+effect\b",
+    re.IGNORECASE,
+)
+#: Where the clause a denial may follow in ends.
+DENIAL_BREAK = re.compile(
+    r"[;!?\n]|[.:](?=\s|$)|\b(?:but|however|although|whereas|while|and\s+(?:so|the|this|that|it|then))\b",
+    re.IGNORECASE,
+)
+DENIAL_REACH = 100
+#: The agent taking back what it said before.
+WITHDRAWAL = re.compile(
+    r"\b(?:scratch|strike|forget)\s+(?:that|this|all\s+that|the\s+above|what\s+i\s+(?:said|wrote))\b"
+    r"|\b(?:disregard|ignore)\s+(?:that|this|all\s+(?:of\s+)?that|the\s+above|everything\s+above|what\s+i\s+(?:said|wrote)|"
+    r"my\s+(?:earlier|previous|last|first)\b)"
+    r"|\bi\s+take\s+(?:that|it|this|everything|all\s+of\s+that)\s+back\b|\bi\s+(?:hereby\s+)?(?:retract|withdraw)\b"
+    r"|\b(?:retracted|withdrawn)\s*[:.!)\]]"
+    r"|\bnever\s*mind\b|\bi\s+stand\s+corrected\b|\bfalse\s+alarm\b"
+    r"|\bi\s+was\s+(?:wrong|mistaken|incorrect)\b|\bi\s+(?:got|had)\s+(?:that|it|this)\s+wrong\b"
+    r"|\b(?:that's|that\s+is|that\s+was|this\s+is|this\s+was|it's|it\s+is|it\s+was)\s+not\s+it\b"
+    r"|\bnot\s+it\s+after\s+all\b|\bnot\s+the\s+(?:cause|problem|culprit|issue|bug)\s+after\s+all\b"
+    r"|\b(?:that's|that\s+is|that\s+was|it's|it\s+is|it\s+was|this\s+is|this\s+was|which\s+is|which\s+was)\s+"
+    r"(?:false|untrue|not\s+true|not\s+correct|incorrect)\b"
+    r"|\b(?:that's|that\s+is|that\s+was)\s+(?:wrong|mistaken)\s*(?:[.;:!,—–-]|$|after\s+all)"
+    r"|\b(?:the\s+above|my|this|that|the)\s+(?:earlier\s+|previous\s+|first\s+|initial\s+)?(?:theory|hypothesis|"
+    r"diagnosis|explanation|analysis|reading|guess|idea|claim|conclusion|note)\s+(?:is|was)\s+(?:wrong|incorrect|false|"
+    r"mistaken|disproved|disproven|refuted|ruled\s+out|not\s+right|not\s+correct|untrue|not\s+true)\b"
+    r"|\b(?:contradicts|disproves|refutes|falsifies|rules\s+out)\s+(?:it|this|that|the\s+above|my\s+\w+|all\s+of\s+that)\b"
+    r"|\b(?:doesn't|does\s+not|didn't|did\s+not)\s+hold\s+(?:up|water)?\s*(?:[.;:!,—–-]|$)"
+    r"|\bi\s+no\s+longer\s+(?:think|believe)\b|\bon\s+second\s+thoughts?\b|\bturn(?:s|ed)\s+out\s+to\s+be\s+wrong\b",
+    re.IGNORECASE,
+)
+#: Where a withdrawal's reach ends (matches before this point in its clause are taken back).
+WITHDRAWAL_END = re.compile(r"[;!?\n]|[.:](?=\s|$)|\s[-–—]+\s")
+SENTENCE_BREAK = re.compile(r"[!?\n]|[.](?=\s|$)")
+#: Characters that are markup, not words.
+MARKUP = frozenset('`*[]{}()<>"|#“”')
+
+
+@dataclass(frozen=True)
+class View:
+    """A statement as the judge reads it: ``text`` and, per character, its offset in the
+    statement (``origin``), so spans found here are quoted from the statement itself."""
+
+    text: str
+    origin: tuple[int, ...]
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """The statement's ``[start, end)`` that this view's ``[start, end)`` came from."""
+        if end <= start:
+            return self.origin[start], self.origin[start]
+        return self.origin[start], self.origin[end - 1] + 1
+
+
+def views(statement: str) -> list[View]:
+    """The statement as written, without markup, and with code identifiers split."""
+    found = [View(statement, tuple(range(len(statement))))]
+    for split in (False, True):
+        view = _normalised(statement, split_identifiers=split)
+        if view.text not in {v.text for v in found}:
+            found.append(view)
+    return found
+
+
+def _normalised(statement: str, *, split_identifiers: bool) -> View:
+    chars: list[str] = []
+    origin: list[int] = []
+    for i, c in enumerate(statement):
+        if c in MARKUP or split_identifiers and c in "_." and _between_word_chars(statement, i):
+            c = " "
+        if c.isspace():
+            if chars and chars[-1] in " \n":
+                if c == "\n" and chars[-1] == " ":
+                    chars[-1] = "\n"
+                continue
+            c = "\n" if c == "\n" else " "
+        chars.append(c)
+        origin.append(i)
+    return View("".join(chars), tuple(origin))
+
+
+def _between_word_chars(text: str, i: int) -> bool:
+    return 0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum()
+
+
+def negations(text: str) -> Iterator[re.Match[str]]:
+    """The negating words of ``text`` (phrases like "not only" left out)."""
+    kept = [m.span() for m in NOT_NEGATION.finditer(text)]
+    for match in NEGATION.finditer(text):
+        if not any(a <= match.start() < b for a, b in kept):
+            yield match
+
+
+@dataclass(frozen=True)
+class Assertion:
+    """Where a phrasing is asserted: the span of the statement it matched."""
+
+    start: int
+    end: int
+
+
+def assertions(patterns: Sequence[re.Pattern[str]], view: View, *, wrong: bool) -> list[Assertion]:
+    """The matches of ``patterns`` in ``view`` that assert what they say (not negated, not denied),
+    as spans of the original statement, in order."""
+    found = []
+    for pattern in patterns:
+        for match in pattern.finditer(view.text):
+            if match.end() == match.start():
+                continue
+            if _negated_before(view.text, match, wrong=wrong) or _negated_inside(pattern, match, wrong=wrong):
+                continue
+            if not wrong and _denied_after(view.text, match.end()):
+                continue
+            start, end = view.span(match.start(), match.end())
+            found.append(Assertion(start, end))
+    return sorted(found, key=lambda a: a.start)
+
+
+def _negated_before(text: str, match: re.Match[str], *, wrong: bool) -> bool:
+    before = text[max(0, match.start() - NEGATION_REACH) : match.start()]
+    breaks = list((STRONG_BREAK if wrong else CLAUSE_BREAK).finditer(before))
+    clause = before[breaks[-1].end() :] if breaks else before
+    return any(True for _ in negations(clause))
+
+
+def _negated_inside(pattern: re.Pattern[str], match: re.Match[str], *, wrong: bool) -> bool:
+    """Whether a negation word inside the match negates it: one whose clause reaches the match's
+    end and that the phrasing does not need (the match survives with the word blanked out)."""
+    text = match.group(0)
+    breaks = STRONG_BREAK if wrong else CLAUSE_BREAK
+    for negation in negations(text):
+        if breaks.search(text, negation.end()):
+            continue  # its clause ends inside the match
+        blanked = text[: negation.start()] + "x" * (negation.end() - negation.start()) + text[negation.end() :]
+        again = list(pattern.finditer(blanked))
+        if not again:
+            continue  # the phrasing needs the word: "doesn't account for", "no tensor_model_parallel"
+        if all(m.start() < negation.end() and negation.start() < m.end() for m in again):
+            return True
+    return False
+
+
+def _denied_after(text: str, end: int) -> bool:
+    after = text[end : end + DENIAL_REACH]
+    stop = DENIAL_BREAK.search(after)
+    return bool(DENIAL.search(after[: stop.start()] if stop else after))
+
+
+@dataclass(frozen=True)
+class Withdrawal:
+    """A withdrawal: it takes back matches that start before ``reach`` (the end of its clause);
+    ``wrong_only`` when its sentence names a known wrong explanation (it takes back only those)."""
+
+    start: int
+    reach: int
+    wrong_only: bool
+
+
+def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> list[Withdrawal]:
+    """The statement's withdrawals, in order."""
+    found = []
+    for match in WITHDRAWAL.finditer(statement):
+        stop = WITHDRAWAL_END.search(statement, match.end())
+        reach = stop.start() if stop else len(statement)
+        sentence = _sentence(statement, match.start())
+        wrong_only = any(p.search(sentence) for p in wrong_patterns)
+        found.append(Withdrawal(match.start(), reach, wrong_only))
+    return found
+
+
+def _sentence(text: str, at: int) -> str:
+    starts = [m.end() for m in SENTENCE_BREAK.finditer(text, 0, at)]
+    begin = starts[-1] if starts else 0
+    stop = SENTENCE_BREAK.search(text, at)
+    return text[begin : stop.start() if stop else len(text)]
+
+
+def withdrawn(assertion: Assertion, taken_back: Sequence[Withdrawal], *, wrong: bool) -> bool:
+    """Whether a later withdrawal takes ``assertion`` back."""
+    return any(assertion.start < w.reach and (wrong or not w.wrong_only) for w in taken_back)
