@@ -8,7 +8,7 @@ SANDBOX ?= auto
 # The demo is the embedded default: bubblewrap and CPU ranks, no Docker needed.
 DEMO_SANDBOX ?= bwrap
 
-.PHONY: setup test-setup demo test lint typecheck pytest runtime lock images clean leaderboard
+.PHONY: setup test-setup demo test lint typecheck pytest runtime lock images clean leaderboard qualify
 
 $(BIN)/trainfail: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,12 @@ leaderboard: runtime
 		--workers 2 --sandbox $(SANDBOX) --out $(LEADERBOARD_RUN)
 	$(BIN)/trainfail leaderboard $(LEADERBOARD_RUN) --out leaderboards/scripted \
 		--title "gym-trainfail leaderboard: scripted agents (study, reference, noop)"
+
+# Re-admit every registered case: the full gate (repeats, reference, wrong repairs, forgeries) and a
+# fresh admission record beside each case (envs/<case>/admission.json). CI fails on a stale record
+# and names this command. One case: $(BIN)/trainfail qualify CASE_ID --wrong-repairs
+qualify: runtime
+	$(BIN)/trainfail qualify --all --wrong-repairs --sandbox $(SANDBOX)
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info

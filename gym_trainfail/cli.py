@@ -33,6 +33,15 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from gym_trainfail.admission import (
+    REFRESH_ALL,
+    RecordError,
+    failing_hints,
+    load_record,
+    record_from_qualification,
+    record_status,
+    write_record,
+)
 from gym_trainfail.agent import agent_names, load_agent
 from gym_trainfail.arms import ARMS
 from gym_trainfail.batch import (
@@ -245,10 +254,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
 
     p = command("qualify", cmd_qualify, "run a case's admission gate and print the scenario table")
-    p.add_argument("case", help="case id, or the folder of a case that is not registered yet")
+    p.add_argument("case", nargs="?", help="case id, or the folder of a case that is not registered yet")
+    p.add_argument("--all", action="store_true", help="every registered case, one after another (make qualify)")
     p.add_argument("--sandbox", default="auto")
     p.add_argument("--repeats", type=int, default=2, help="runs of the unmodified workspace (default 2)")
-    p.add_argument("--wrong-repairs", action="store_true", help="also grade the case's wrong repairs")
+    p.add_argument(
+        "--wrong-repairs",
+        action="store_true",
+        help="also grade the case's wrong repairs and forgeries (the full gate); an admitted case's record "
+        "(admission.json beside it) is rewritten",
+    )
     p.add_argument("--out", type=Path, help="also write the result as JSON here")
     _scale_options(p)
     _judge_options(p)
@@ -446,20 +461,28 @@ def cmd_cases(args: argparse.Namespace) -> int:
                 "sources": list(c.provenance["sources"]),
                 "folder": str(c.root),
                 "profiles": {p.name: {"summary": p.summary, "accelerator": p.accelerator} for p in c.profiles.values()},
+                "admission": record_status(c).to_json(),
             }
             for c in cases
         ]
         print(json.dumps({"cases": rows, "refused": registry.refused}, indent=2))
         return 0 if cases else 1
     table = Table(title="registered cases")
-    for column in ("id", "title", "ranks", "scenarios", "profiles", "source"):
+    for column in ("id", "title", "ranks", "scenarios", "profiles", "admission", "source"):
         table.add_column(column)
+    stale = []
     for c in cases:
         ranks = f"{c.topology.world_size} (TP {c.topology.tensor_parallel})"
         profiles = "\n".join([DEFAULT_PROFILE, *(f"{p.name} ({p.accelerator})" for p in c.profiles.values())])
-        table.add_row(escape(c.id), escape(c.title), ranks, str(len(c.scenarios)), escape(profiles),
+        status = record_status(c)
+        admission = "[green]current[/]" if status.current else f"[red]{status.state}[/]"
+        if not status.current:
+            stale.append(status)
+        table.add_row(escape(c.id), escape(c.title), ranks, str(len(c.scenarios)), escape(profiles), admission,
                       escape("\n".join(c.provenance["sources"])))  # fmt: skip
     out.print(table)
+    for status in stale:
+        out.print(escape(status.describe()), highlight=False, soft_wrap=True)
     for folder, reason in registry.refused.items():
         err.print(f"[yellow]refused[/] {escape(str(folder))}: {escape(str(reason))}")
     return 0 if cases else 1
@@ -718,10 +741,42 @@ def _grade_with_progress(run_dir: Path, sandbox: str, judge: Judge | None = None
 
 
 def cmd_qualify(args: argparse.Namespace) -> int:
-    case = resolve_case(args.case).with_profile(args.profile)
+    if args.all == bool(args.case):
+        raise TrainFailError("name one case (id or folder), or pass --all (`make qualify` does)")
+    if args.all:
+        return _qualify_all(args)
+    return _qualify_one(args, resolve_case(args.case).with_profile(args.profile))
+
+
+def _qualify_all(args: argparse.Namespace) -> int:
+    """Every registered case in turn (``make qualify``), then one line per case with its seconds."""
+    if args.out or args.json:
+        raise TrainFailError("--all prints tables and writes records; run one case at a time for --out or --json")
+    registry = default_registry()
+    if registry.refused:
+        folders = ", ".join(sorted(registry.refused))
+        raise TrainFailError(f"some case folders do not load ({folders}); fix them (`trainfail cases`) first")
+    summary: list[tuple[str, bool, float]] = []
+    for case in registry:
+        if args.profile not in (None, DEFAULT_PROFILE, *case.profiles):
+            err.print(escape(f"{case.id} has no profile {args.profile!r}: skipped"), highlight=False)
+            continue
+        started = time.monotonic()
+        code = _qualify_one(args, case.with_profile(args.profile))
+        summary.append((case.id, code == 0, time.monotonic() - started))
+    for case_id, admitted, seconds in summary:
+        out.print(escape(f"{case_id:<40} {'admitted' if admitted else 'REFUSED':<9} {seconds:6.0f} s"), highlight=False)
+    return 0 if all(admitted for _, admitted, _ in summary) else 1
+
+
+def _qualify_one(args: argparse.Namespace, case: CaseSpec) -> int:
     judge = _judge(args)
     _check_sandbox(args.sandbox)
     _ensure_runtime("control")
+    try:  # the last record's failing scenarios order the wrong repairs' work (never their verdicts)
+        hints = failing_hints(load_record(case)) if args.wrong_repairs else {}
+    except RecordError:
+        hints = {}
     with _progress(f"qualifying {case.id}") as progress:
 
         def hook(variant: str, scenario: str, outcome: ScenarioOutcome | None) -> None:
@@ -731,7 +786,7 @@ def cmd_qualify(args: argparse.Namespace) -> int:
                 progress.done(f"{variant:<22} {scenario:<24} {outcome.status:<5} {outcome.duration_s:6.1f} s")
 
         result = qualify(case, sandbox=args.sandbox, repeats=args.repeats, wrong_repairs=args.wrong_repairs,
-                         progress=hook, judge=judge)  # fmt: skip
+                         progress=hook, judge=judge, hints=hints)  # fmt: skip
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result.to_json(), indent=2, default=str))
@@ -739,7 +794,24 @@ def cmd_qualify(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_json(), indent=2, default=str))
     else:
         _print_qualification(case, result)
+    _write_admission_record(args, case, result)
     return 0 if result.admitted else 1
+
+
+def _write_admission_record(args: argparse.Namespace, case: CaseSpec, result: Qualification) -> None:
+    """Rewrite the case's admission record after an admitted full gate (wrong repairs, forgeries
+    and at least two repeats); say why not otherwise."""
+    if not result.admitted:
+        err.print("no admission record written: the case was refused")
+        return
+    if not args.wrong_repairs or args.repeats < 2:
+        err.print(
+            "no admission record written: records come only from the full gate (--wrong-repairs, --repeats 2 "
+            f"or more); `{REFRESH_ALL}` refreshes every case"
+        )
+        return
+    path = write_record(case, record_from_qualification(case, result, sandbox=args.sandbox, repeats=args.repeats))
+    err.print(escape(f"admission record written: {path}"), highlight=False)
 
 
 def _print_qualification(case: CaseSpec, result: Qualification) -> None:

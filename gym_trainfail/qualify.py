@@ -21,7 +21,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,9 +130,15 @@ def qualify(
     wrong_repairs: bool = False,
     progress: Progress | None = None,
     judge: Judge | None = None,
+    hints: Mapping[str, str] | None = None,
 ) -> Qualification:
     """Run the admission gate on ``case`` (its rubric's fixtures judged by ``judge``, the
-    deterministic rubric judge by default)."""
+    deterministic rubric judge by default).
+
+    ``hints`` (``wrong:NAME``/``forgery:NAME`` -> scenario, e.g. from the case's admission
+    record) name the scenario each wrong repair or forgery failed last time: it is graded alone
+    first, and only when it does not fail is the variant graded in groups, fail-fast. A hint
+    orders work; it never stands in for a verdict."""
     started = time.monotonic()
     result = Qualification(case=case.id, profile=case.profile, forced_settings=forced_settings(case))
     result.problems.extend(leak_scan(case))
@@ -165,7 +171,15 @@ def qualify(
     for label, kind, patch, grader in variants:
         if grader is not single:
             label += " (grouped)"
-        receipt = _grade_variant(grader, case, patch, label, progress, stop_at_first_fail=kind in ("wrong", "forgery"))
+        hint = (hints or {}).get(label.split(" ")[0])
+        receipt = None
+        if kind in ("wrong", "forgery") and hint in {s.name for s in case.scenarios}:
+            receipt = _grade_variant(single, case, patch, label, progress, only=hint)
+            receipt = receipt if receipt.status == "fail" else None
+        if receipt is None:
+            receipt = _grade_variant(
+                grader, case, patch, label, progress, stop_at_first_fail=kind in ("wrong", "forgery")
+            )
         result.variants.append(VariantResult(label, kind, receipt))
     result.problems.extend(_judge(case, result.variants))
     if grouped.pool.kind == "gpu":  # GPU runs must reproduce their numbers, not only their verdicts
@@ -182,6 +196,7 @@ def _grade_variant(
     progress: Progress | None,
     *,
     stop_at_first_fail: bool = False,
+    only: str | None = None,
 ) -> Receipt:
     with tempfile.TemporaryDirectory(prefix="trainfail-qualify-") as scratch:
         workspace = Path(scratch) / "workspace"
@@ -189,7 +204,8 @@ def _grade_variant(
         if patch is not None:
             apply_patch(workspace, patch)
         hook = (lambda name, outcome: progress(label, name, outcome)) if progress else None
-        return grader.grade_dir(workspace, progress=hook, stop_at_first_fail=stop_at_first_fail)
+        scenarios = [case.scenario(only)] if only is not None else None
+        return grader.grade_dir(workspace, scenarios=scenarios, progress=hook, stop_at_first_fail=stop_at_first_fail)
 
 
 def _judge(case: CaseSpec, variants: list[VariantResult]) -> list[str]:

@@ -1,133 +1,162 @@
-"""Every in-tree case passes its admission gate, and its plausible wrong repairs are rejected.
+"""Every registered case still behaves as its admission record says, at a cost CI can afford.
 
-Slow: real multi-rank training in bubblewrap sandboxes (tens of seconds per scenario). The
-full gate with every wrong repair on every scenario is `trainfail qualify ID --wrong-repairs`;
-here each wrong repair is graded on a scenario it must fail, to keep CI affordable.
+Records (``envs/<case>/admission.json``, written by ``make qualify``) hold the full gate's verdict
+table; ``tests/test_admission.py`` checks each is current. Here, for every registered case with
+no edits to this file:
+
+* **smoke gate**: the unmodified workspace and the reference repair are graded on one healthy
+  and one failure scenario, in one launch each where the two share a device count; the verdicts
+  must be the ones the scenario kinds demand and the ones the record holds.
+* **rotation**: one case, chosen from the commit (``git rev-parse HEAD`` as a number, modulo the
+  number of cases; the UTC day outside git; ``TRAINFAIL_QUALIFY_CASE`` overrides), is qualified
+  in full (repeats, reference, wrong repairs and forgeries) and its verdict table compared with
+  its record, so every record is re-derived every few runs.
+
+Slow: real multi-rank training in bubblewrap sandboxes.
 """
 
 from __future__ import annotations
 
+import datetime
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from gym_trainfail import get_case
-from gym_trainfail.cases import CaseSpec
+from gym_trainfail.admission import (
+    compare_verdicts,
+    failing_hints,
+    load_record,
+    qualify_command,
+    record_from_qualification,
+    record_status,
+)
+from gym_trainfail.cases import CaseSpec, Scenario
 from gym_trainfail.files import apply_patch
-from gym_trainfail.grading import Grader, ScenarioOutcome
-from gym_trainfail.qualify import Qualification, qualify
+from gym_trainfail.grading import Grader, Receipt
+from gym_trainfail.paths import SOURCE_ROOT
+from gym_trainfail.qualify import qualify
+from gym_trainfail.registry import default_registry, get_case
 from gym_trainfail.runtimes import Runtime
 
 pytestmark = pytest.mark.slow
 
-#: For each case, a scenario every shipped wrong repair must fail (from the full qualification tables).
-WRONG_REPAIR_SCENARIO = {
-    "TrainFail/DDPTokenAverage-v0": {
-        "times-world-size": "ga1-w2",
-        "hardcoded-count": "ga1-w2",
-        "local-count": "ga2-w2",
-        "flag-only": "ga2-w2",
-        "global-count-no-world-scale": "ga1-w2",
-        "clip-then-rescale": "shipped-clip-w2",
-    },
-    "TrainFail/TPClipGradNorm-v0": {
-        "constant-rescale": "base",
-        "count-everything": "base",
-        "clip-rank0-only": "base",
-        "always-rescale": "shipped-config",
-    },
-    "TrainFail/FSDPSourceCoherence-v0": {
-        "hardcode-source": "shared-b",
-        "skip-load": "shared-a",
-        "replica-check-only": "mixed",
-        "refresh-missing-snapshots": "stale-ref",
-        "one-node-config": "mixed",
-    },
-}
-
-_results: dict[str, Qualification] = {}
+#: Names the case the rotation qualifies in full, instead of the commit's choice.
+ROTATION_ENV = "TRAINFAIL_QUALIFY_CASE"
+CASE_IDS = default_registry().ids()
 
 
-def _qualified(case: CaseSpec) -> Qualification:
-    if case.id not in _results:
-        _results[case.id] = qualify(case, sandbox="bwrap", repeats=2)
-    return _results[case.id]
+def smoke_pair(case: CaseSpec) -> tuple[Scenario, Scenario]:
+    """The cheapest (healthy, failure) pair: fewest devices, one shared launch if possible,
+    shortest time limits; ties go to the scenarios listed first."""
+    healthy = [s for s in case.scenarios if s.kind == "healthy"]
+    failure = [s for s in case.scenarios if s.kind == "failure"]
+    pairs = [(h, f) for h in healthy for f in failure]
+    return min(pairs, key=lambda p: (max(p[0].devices, p[1].devices), p[0].devices != p[1].devices,
+                                     p[0].timeout_s + p[1].timeout_s))  # fmt: skip
 
 
-@pytest.mark.parametrize("case_id", sorted(WRONG_REPAIR_SCENARIO))
-def test_case_is_admitted(case_id: str, runtime: Runtime, bwrap_usable: None) -> None:
-    result = _qualified(get_case(case_id))
-    assert result.admitted, result.problems
-    unmodified = [v for v in result.variants if v.kind == "unmodified"]
-    assert len(unmodified) == 2
-    patterns = [[(o.scenario, o.status) for o in v.receipt.outcomes] for v in unmodified]
-    assert patterns[0] == patterns[1]
+def rotation_index(count: int, head: str | None) -> int:
+    """The rotated case's index: the commit hash as a number, else the UTC day number."""
+    if head:
+        return int(head, 16) % count
+    return datetime.datetime.now(datetime.UTC).date().toordinal() % count
+
+
+def git_head() -> str | None:
+    """``git rev-parse HEAD`` of the checkout, or ``None`` outside git (an sdist, an export)."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(SOURCE_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    head = done.stdout.strip()
+    return head if done.returncode == 0 and len(head) == 40 else None
+
+
+def rotated_case() -> str:
+    chosen = os.environ.get(ROTATION_ENV)
+    if chosen:
+        return chosen
+    return CASE_IDS[rotation_index(len(CASE_IDS), git_head())]
+
+
+_smoke: dict[str, dict[str, Receipt]] = {}
+
+
+def _smoke_receipts(case: CaseSpec, tmp_path: Path) -> dict[str, Receipt]:
+    """The unmodified workspace and the reference graded on the smoke pair (one grader: its
+    oracles are computed once for both revisions)."""
+    if case.id not in _smoke:
+        grader = Grader(case, sandbox="bwrap", cache=False)
+        scenarios = list(smoke_pair(case))
+        receipts = {}
+        for label, patch in (("unmodified", None), ("reference", case.reference_patch)):
+            workspace = tmp_path / label
+            shutil.copytree(case.workspace_dir, workspace, symlinks=True)
+            if patch is not None:
+                apply_patch(workspace, patch)
+            receipts[label] = grader.grade_dir(workspace, scenarios=scenarios)
+        _smoke[case.id] = receipts
+    return _smoke[case.id]
+
+
+def test_smoke_pair_and_rotation_choices() -> None:
+    case = get_case("TrainFail/TPClipGradNorm-v0")
+    healthy, failure = smoke_pair(case)
+    assert (healthy.kind, failure.kind) == ("healthy", "failure")
+    assert healthy.devices == failure.devices == 2  # one shared launch beats a 1-device + 2-device pair
+    assert rotation_index(4, "0" * 39 + "6") == 2
+    assert rotation_index(4, None) in range(4)
+    assert rotated_case() in CASE_IDS
+
+
+@pytest.mark.parametrize("case_id", CASE_IDS)
+def test_smoke_gate(case_id: str, runtime: Runtime, bwrap_usable: None, tmp_path: Path) -> None:
     case = get_case(case_id)
-    # the second repeat was graded in scenario groups, and every scenario of a group of two or
-    # more was judged in its group (none had to fall back to a run of its own)
-    units = Grader(case, sandbox="bwrap").partition(case.scenarios)
-    in_groups = {s.name for unit in units if len(unit) > 1 for s in unit}
-    assert in_groups, "every in-tree case has a group of two or more scenarios"
-    assert {o.scenario for o in unmodified[1].receipt.outcomes if o.grouped} == in_groups
-    assert not any(o.grouped for o in unmodified[0].receipt.outcomes)
+    receipts = _smoke_receipts(case, tmp_path)
+    expected = {s.name: ("pass" if s.kind == "healthy" else "fail") for s in smoke_pair(case)}
+    got = {label: {o.scenario: o.status for o in r.outcomes} for label, r in receipts.items()}
+    assert got["unmodified"] == expected, receipts["unmodified"]
+    assert got["reference"] == dict.fromkeys(expected, "pass"), receipts["reference"]
+    record = load_record(case)
+    assert record is not None, f"{case.id} has no admission record; run `{qualify_command(case)}`"
+    for variant in record.variants:
+        if variant.kind in ("unmodified", "reference"):
+            recorded = {name: variant.scenarios.get(name) for name in expected}
+            assert recorded == got[variant.kind], (variant.label, qualify_command(case))
 
 
-@pytest.mark.parametrize(
-    ("case_id", "repair", "scenario"),
-    [(c, r, s) for c, repairs in sorted(WRONG_REPAIR_SCENARIO.items()) for r, s in repairs.items()],
-)
-def test_wrong_repair_is_rejected(
-    case_id: str, repair: str, scenario: str, runtime: Runtime, bwrap_usable: None, tmp_path: Path
-) -> None:
-    case = get_case(case_id)
-    assert set(case.wrong_repairs) == set(WRONG_REPAIR_SCENARIO[case_id])
-    outcome = _grade_patched(case, case.wrong_repairs[repair], scenario, tmp_path)
-    assert outcome.status == "fail", outcome
-
-
-def _grade_patched(case: CaseSpec, patch: Path, scenario: str, tmp_path: Path) -> ScenarioOutcome:
-    """The workspace with ``patch`` applied, graded on one scenario."""
-    workspace = tmp_path / "workspace"
-    shutil.copytree(case.workspace_dir, workspace, symlinks=True)
-    apply_patch(workspace, patch)
-    receipt = Grader(case, sandbox="bwrap", cache=False).grade_dir(workspace, scenarios=[case.scenario(scenario)])
-    (outcome,) = receipt.outcomes
-    return outcome
-
-
-def test_ddp_failure_margins(runtime: Runtime, bwrap_usable: None) -> None:
+def test_ddp_failure_margins(runtime: Runtime, bwrap_usable: None, tmp_path: Path) -> None:
     """Issue figure: the unmodified pipeline fails by a wide margin, the reference passes at ≤ 1e-5."""
     case = get_case("TrainFail/DDPTokenAverage-v0")
-    result = _qualified(case)
-    kinds = {s.name: s.kind for s in case.scenarios}
-    for variant in result.variants:
-        for outcome in variant.receipt.outcomes:
+    for label, receipt in _smoke_receipts(case, tmp_path).items():
+        for outcome in receipt.outcomes:
             worst = outcome.metrics["max_rel_l2_grad"]
-            if variant.kind == "reference" or kinds[outcome.scenario] == "healthy":
-                assert worst <= 1e-5, (variant.label, outcome.scenario, worst)
+            if label == "reference" or outcome.kind == "healthy":
+                assert worst <= 1e-5, (label, outcome.scenario, worst)
             else:
-                assert worst > 1e-2, (variant.label, outcome.scenario, worst)
-    # one launch per scenario (repeat 1) and warm grouped launches (repeat 2) measure the same run
-    first, second = (v.receipt.outcomes for v in result.variants if v.kind == "unmodified")
-    for one, other in zip(first, second, strict=True):
-        assert other.metrics["max_rel_l2_grad"] == pytest.approx(one.metrics["max_rel_l2_grad"], rel=1e-6, abs=1e-9)
+                assert worst > 1e-2, (label, outcome.scenario, worst)
 
 
-#: Forgeries that attack a case's own observation (the generic ones — fake outcomes, links,
-#: pickles, early exits, killing the harness — are covered cheaply on the echo fixture in
-#: tests/test_grading_integrity.py), with a scenario each must fail.
-CASE_FORGERY_SCENARIO = [
-    ("TrainFail/DDPTokenAverage-v0", "report-oracle-gradients", "ga1-w2"),
-    ("TrainFail/DDPTokenAverage-v0", "decoy-training", "ga1-w2"),
-    ("TrainFail/TPClipGradNorm-v0", "forge-artifacts", "base"),
-]
-
-
-@pytest.mark.parametrize(("case_id", "forgery", "scenario"), CASE_FORGERY_SCENARIO)
-def test_tampering_with_the_observation_is_caught(
-    case_id: str, forgery: str, scenario: str, runtime: Runtime, bwrap_usable: None, tmp_path: Path
-) -> None:
-    case = get_case(case_id)
-    outcome = _grade_patched(case, case.forgeries[forgery], scenario, tmp_path)
-    assert outcome.status == "fail", outcome
+def test_rotated_case_requalifies_to_its_record(runtime: Runtime, bwrap_usable: None) -> None:
+    case = get_case(rotated_case())
+    status = record_status(case)
+    assert status.current, status.describe()
+    record = load_record(case)
+    assert record is not None
+    result = qualify(case, sandbox="bwrap", repeats=2, wrong_repairs=True, hints=failing_hints(record))
+    assert result.admitted, (case.id, result.problems)
+    fresh = record_from_qualification(case, result, sandbox="bwrap", repeats=2)
+    problems = compare_verdicts(record, fresh)
+    assert not problems, f"{case.id} no longer qualifies as recorded: {problems}; run `{qualify_command(case)}`"
+    # the second repeat was graded in scenario groups, and every scenario of a group of two or
+    # more was judged in its group (none had to fall back to a run of its own)
+    unmodified = [v for v in result.variants if v.kind == "unmodified"]
+    units = Grader(case, sandbox="bwrap").partition(case.scenarios)
+    in_groups = {s.name for unit in units if len(unit) > 1 for s in unit}
+    assert {o.scenario for o in unmodified[1].receipt.outcomes if o.grouped} == in_groups
+    assert not any(o.grouped for o in unmodified[0].receipt.outcomes)

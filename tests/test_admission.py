@@ -1,0 +1,269 @@
+"""Admission records: every registered case carries a current one, and each way a record can stop
+matching its case (case files, runtime lock, harness code, hand edits, a table that does not
+admit) is caught with the command to run. Fast: digests and JSON only, except the CLI test."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gym_trainfail import admission
+from gym_trainfail.admission import (
+    Record,
+    VariantVerdicts,
+    case_digest,
+    compare_verdicts,
+    current_digests,
+    failing_hints,
+    load_record,
+    record_path,
+    record_status,
+    write_record,
+)
+from gym_trainfail.cases import CaseSpec, load_case
+from gym_trainfail.cli import main
+from gym_trainfail.qualify import qualify
+from gym_trainfail.registry import default_registry
+from gym_trainfail.runtimes import Runtime
+
+
+@pytest.mark.parametrize("case_id", default_registry().ids())
+def test_every_registered_case_has_a_current_admission_record(case_id: str) -> None:
+    """CI checks records instead of re-deriving them: a case, its runtime lock or the grading
+    harness changed without re-qualification fails here, naming the command to run."""
+    status = record_status(default_registry().get(case_id))
+    assert status.current, status.describe()
+
+
+def _verdicts(label: str, kind: str, scenarios: dict[str, str]) -> VariantVerdicts:
+    status = "fail" if "fail" in scenarios.values() else "pass"
+    return VariantVerdicts(label=label, kind=kind, status=status, scenarios=scenarios, seconds=1.0)
+
+
+def _admitting_record(case: CaseSpec) -> Record:
+    """A record of the echo case whose table admits it, with the case's current digests."""
+    unmodified = {"runs": "pass", "answer": "fail"}
+    return Record(
+        case=case.id,
+        profile=case.profile,
+        digests=current_digests(case),
+        variants=(
+            _verdicts("unmodified#1", "unmodified", unmodified),
+            _verdicts("unmodified#2 (grouped)", "unmodified", unmodified),
+            _verdicts("reference (grouped)", "reference", {"runs": "pass", "answer": "pass"}),
+            _verdicts("wrong:off-by-one-up (grouped)", "wrong", {"answer": "fail"}),
+        ),
+        seconds=9.0,
+        repeats=2,
+        tool_version="test",
+        created="2026-12-01T00:00:00Z",
+        harness_files=admission.harness_files(),
+        diagnosis={"rubric": {"precision": 1.0, "recall": 1.0}},
+    )
+
+
+@pytest.fixture
+def recorded(case_copy: Path) -> CaseSpec:
+    case = load_case(case_copy)
+    write_record(case, _admitting_record(case))
+    assert record_status(case).current, record_status(case).describe()
+    return case
+
+
+def test_no_record_names_the_command(case_copy: Path) -> None:
+    status = record_status(load_case(case_copy))
+    assert status.state == "missing"
+    assert "`trainfail qualify TrainFailTest/Echo-v0 --wrong-repairs`" in status.describe()
+    assert "`make qualify`" in status.describe()
+
+
+@pytest.mark.parametrize(
+    ("edit", "changed"),
+    [
+        ("grader/judge.py", True),
+        ("grader/scenarios.toml", True),
+        ("workspace/report.py", True),
+        ("case.toml", True),
+        ("grader/diagnosis/rubric.toml", False),  # rubrics change without re-qualification
+        ("traincheck-reach.json", False),  # records beside the case are not its content
+        ("admission.native.json", False),
+        ("grader/__pycache__/judge.cpython-311.pyc", False),
+    ],
+)
+def test_what_voids_a_record(recorded: CaseSpec, edit: str, changed: bool) -> None:
+    target = recorded.root / edit
+    if target.suffix in (".py", ".toml") and target.exists():
+        target.write_text(target.read_text() + "\n# edited\n")
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("{}")
+    status = record_status(load_case(recorded.root))
+    if changed:
+        assert status.state == "stale" and status.changed == ("case",), status
+        assert "trainfail qualify TrainFailTest/Echo-v0 --wrong-repairs" in status.describe()
+    else:
+        assert status.current, status.describe()
+
+
+def test_a_scenario_table_change_voids_a_record_even_without_file_changes(
+    recorded: CaseSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loader change that alters what the kit is asked to run counts as a case change."""
+    scenarios = tuple(replace(s, params={**s.params, "extra": 1}) for s in recorded.scenarios)
+    assert case_digest(replace(recorded, scenarios=scenarios)) != case_digest(recorded)
+
+
+def test_case_digest_does_not_depend_on_where_the_case_lives(recorded: CaseSpec, tmp_path: Path) -> None:
+    moved = tmp_path / "elsewhere" / "echo"
+    moved.parent.mkdir()
+    os.rename(recorded.root, moved)
+    assert record_status(load_case(moved)).current
+
+
+def test_harness_and_lock_changes_void_a_record(recorded: CaseSpec, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = admission.harness_files()
+    assert "grading.py" in files and any(name.startswith("harnesslib/") for name in files)
+    monkeypatch.setattr(admission, "harness_files", lambda: {**files, "grading.py": "0" * 64})
+    status = record_status(recorded)
+    assert status.state == "stale" and status.changed == ("harness",)
+    assert "gym_trainfail/grading.py" in status.detail
+    monkeypatch.undo()
+    monkeypatch.setattr(admission, "runtime_lock_digest", lambda variant=None: "1" * 64)
+    assert record_status(recorded).changed == ("runtime_lock",)
+
+
+def test_a_hand_edited_record_is_refused(recorded: CaseSpec) -> None:
+    path = record_path(recorded)
+    data = json.loads(path.read_text())
+    data["variants"][3]["status"] = "pass"
+    data["variants"][3]["scenarios"] = {"answer": "pass", "runs": "pass"}
+    path.write_text(json.dumps(data))
+    status = record_status(recorded)
+    assert status.state == "invalid" and "verdict_digest" in status.detail
+    # the diagnosis figures sit outside the verdict digest: rubrics change without re-qualification
+    write_record(recorded, _admitting_record(recorded))
+    data = json.loads(path.read_text())
+    data["diagnosis"] = {"rubric": {"precision": 0.5}}
+    path.write_text(json.dumps(data))
+    assert record_status(recorded).current
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["not json", "[]", json.dumps({"schema": 99}), json.dumps({"schema": 1, "case": 3}), "{" * 5000],
+    ids=["garbage", "list", "schema", "types", "deep"],
+)
+def test_malformed_records_are_invalid_not_crashes(case_copy: Path, content: str) -> None:
+    case = load_case(case_copy)
+    record_path(case).write_text(content)
+    status = record_status(case)
+    assert status.state == "invalid", status
+    assert "--wrong-repairs" in status.describe()
+
+
+def test_an_oversized_or_special_record_file_is_invalid(case_copy: Path) -> None:
+    case = load_case(case_copy)
+    path = record_path(case)
+    with path.open("wb") as handle:
+        handle.truncate(admission.MAX_RECORD_BYTES + 1)
+    assert record_status(case).state == "invalid"
+    path.unlink()
+    os.mkfifo(path)  # never blocks on a FIFO
+    assert record_status(case).state == "invalid"
+
+
+def test_a_record_whose_table_does_not_admit_the_case_is_invalid(recorded: CaseSpec) -> None:
+    good = _admitting_record(recorded)
+    broken = {
+        "wrong repair passes": replace(
+            good, variants=(*good.variants[:3], _verdicts("wrong:off-by-one-up", "wrong", {"answer": "pass"}))
+        ),
+        "wrong repair missing": replace(good, variants=good.variants[:3]),
+        "one repeat": replace(good, variants=good.variants[1:]),
+        "reference fails": replace(
+            good,
+            variants=(
+                *good.variants[:2],
+                _verdicts("reference", "reference", {"runs": "pass", "answer": "fail"}),
+                good.variants[3],
+            ),
+        ),  # fmt: skip
+        "unmodified passes a failure scenario": replace(
+            good,
+            variants=(_verdicts("unmodified#1", "unmodified", {"runs": "pass", "answer": "pass"}), *good.variants[1:]),
+        ),
+        "other case": replace(good, case="TrainFailTest/Other-v0"),
+    }
+    for what, record in broken.items():
+        write_record(recorded, record)
+        assert record_status(recorded).state == "invalid", what
+
+
+def test_compare_verdicts_and_hints() -> None:
+    case_like = Record(
+        case="c",
+        profile="default",
+        digests={},
+        variants=(
+            _verdicts("unmodified#1", "unmodified", {"a": "pass", "b": "fail"}),
+            _verdicts("reference (grouped)", "reference", {"a": "pass", "b": "pass"}),
+            _verdicts("wrong:x (grouped)", "wrong", {"b": "fail"}),
+            _verdicts("forgery:y (grouped)", "forgery", {"a": "pass", "b": "fail"}),
+        ),
+        seconds=1,
+        repeats=2,
+        tool_version="t",
+        created="t",
+    )
+    assert compare_verdicts(case_like, case_like) == []
+    assert failing_hints(case_like) == {"wrong:x": "b", "forgery:y": "b"}
+    assert failing_hints(None) == {}
+    flipped = replace(
+        case_like,
+        variants=(
+            _verdicts("unmodified#1", "unmodified", {"a": "pass", "b": "pass"}),
+            *case_like.variants[1:3],
+            _verdicts("forgery:y (grouped)", "forgery", {"a": "pass", "b": "pass"}),
+        ),
+    )
+    problems = compare_verdicts(case_like, flipped)
+    assert any(p.startswith("unmodified#1:") for p in problems)
+    assert any(p.startswith("forgery:y:") for p in problems) and any(p.startswith("forgery:y/b") for p in problems)
+    # a wrong repair graded fail-fast on another scenario still agrees, as long as it is rejected
+    elsewhere = replace(case_like, variants=(*case_like.variants[:2], _verdicts("wrong:x", "wrong", {"a": "fail"}),
+                                             case_like.variants[3]))  # fmt: skip
+    assert compare_verdicts(case_like, elsewhere) == []
+
+
+@pytest.mark.slow
+def test_qualify_writes_a_record_only_from_the_full_gate(
+    case_copy: Path, runtime: Runtime, bwrap_usable: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    case = load_case(case_copy)
+    assert main(["qualify", str(case_copy), "--sandbox", "bwrap", "--repeats", "2"]) == 0
+    assert "no admission record written" in capsys.readouterr().err
+    assert load_record(case) is None
+    assert main(["qualify", str(case_copy), "--sandbox", "bwrap", "--wrong-repairs"]) == 0
+    assert "admission record written" in capsys.readouterr().err
+    record = load_record(case)
+    assert record is not None and record_status(case).current
+    assert [v.kind for v in record.variants] == ["unmodified", "unmodified", "reference", "wrong"]
+    assert record.verdicts("wrong")[0].scenarios == {"answer": "fail"}
+    assert "rubric" in record.diagnosis
+    # A hint that does not fail is only an order: the variant is then graded fail-fast in groups.
+    seen: list[tuple[str, str]] = []
+    result = qualify(
+        case,
+        sandbox="bwrap",
+        wrong_repairs=True,
+        hints={"wrong:off-by-one-up": "runs"},
+        progress=lambda label, scenario, outcome: seen.append((label, scenario)) if outcome else None,
+    )
+    assert result.admitted, result.problems
+    wrong = [scenario for label, scenario in seen if label.startswith("wrong:")]
+    assert wrong == ["runs", "answer"]
+    assert [v.receipt.status for v in result.variants if v.kind == "wrong"] == ["fail"]
