@@ -281,7 +281,7 @@ class TrainFailEnv(gymnasium.Env[str, str]):
             **{k: v for k, v in extra.items() if k in STEP_FIELDS},
         )
         if call is not None and call.tool in WRITING_TOOLS and not episode.done:
-            self._checkpoint()
+            output += self._checkpoint()
         terminated = episode.done
         truncated = False
         if not terminated and (exhausted := self._exhausted_budget()) is not None:
@@ -422,10 +422,17 @@ class TrainFailEnv(gymnasium.Env[str, str]):
             disk.close()
             raise
 
-    def _checkpoint(self) -> None:
+    def _checkpoint(self) -> str:
+        """Checkpoint the workspace; a notice for the observation when it cannot be (too large,
+        too many entries, too deep, vanished): the previous checkpoint is kept."""
         episode = self._require_episode()
-        with contextlib.suppress(ToolError, OSError):  # too large or vanished: keep the previous one
+        try:
             episode.checkpoints.save(episode.sandbox.host_workspace, self.case.workspace_exclude, episode.steps)
+        except ToolError as exc:
+            return f"\nnote: the workspace could not be checkpointed after this step: {exc}"
+        except OSError:
+            pass
+        return ""
 
     def _recover_sandbox(self, reason: str) -> str:
         """Start a new sandbox from the last checkpoint; end the episode if that fails too."""

@@ -10,7 +10,6 @@ at any time without re-running the episode.
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -217,11 +216,8 @@ def grade_run(
     for number in log.numbers():
         submitted_at, tree = log.load(number)
         if tree.digest not in receipts:
-            with tempfile.TemporaryDirectory(prefix="trainfail-revision-") as scratch:
-                workspace = Path(scratch) / "workspace"
-                log.checkout(number, workspace)
-                hook = (lambda name, outcome, n=number: progress(n, name, outcome)) if progress else None
-                receipts[tree.digest] = grader.grade_dir(workspace, tree=tree.digest, progress=hook)
+            hook = (lambda name, outcome, n=number: progress(n, name, outcome)) if progress else None
+            receipts[tree.digest] = grader.grade_revision(log, number, tree.digest, progress=hook)
         receipt = receipts[tree.digest]
         submit = next((e for e in iter_kind(events, "submit") if e["revision"] == number), None)
         at = float(submit["t"]) if submit else submitted_at

@@ -5,15 +5,17 @@ They live low (no import of the grader, the env or the batch code), so anything 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
+import shutil
 import stat
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from gym_trainfail.errors import GradingError
+from gym_trainfail.hashing import walk_tree
 
 
 def read_json_object(path: Path, max_bytes: int = 8 << 20) -> dict[str, Any] | None:
@@ -68,6 +70,24 @@ def apply_patch(workspace: Path, patch: Path) -> None:
     )
     if result.returncode != 0:
         raise GradingError(f"{patch} does not apply to {workspace}: {result.stdout.strip()} {result.stderr.strip()}")
-    with contextlib.suppress(FileNotFoundError):
-        for orig in workspace.rglob("*.orig"):
-            orig.unlink()
+    for relative, full, _ in walk_tree(workspace):
+        if relative.endswith(".orig"):
+            full.unlink(missing_ok=True)
+
+
+def copy_tree(source: Path, target: Path, *, exclude: Iterable[str] = ()) -> None:
+    """Copy the regular files (with their modes) and symlinks (as links) under ``source`` into
+    ``target``, skipping ``exclude`` (glob patterns) and special files.
+
+    The walk is iterative and bounded like every tree walk
+    (:func:`~gym_trainfail.hashing.walk_tree`): a tree nested deeper than the bound raises
+    :class:`~gym_trainfail.hashing.TreeTooDeepError` instead of exhausting the stack, as
+    ``shutil.copytree`` would. Empty folders are not copied (snapshots hold none either)."""
+    target.mkdir(parents=True, exist_ok=True)
+    for relative, full, info in walk_tree(source, exclude=exclude):
+        dest = target / relative
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if stat.S_ISLNK(info.st_mode):
+            os.symlink(os.readlink(full), dest)
+        elif stat.S_ISREG(info.st_mode):
+            shutil.copy2(full, dest, follow_symlinks=False)

@@ -45,10 +45,10 @@ from typing import Any, Literal
 from gym_trainfail.cases import DEFAULT_PROFILE, CaseSpec, Scenario
 from gym_trainfail.devices import DevicePool, Lease
 from gym_trainfail.errors import GradingError
-from gym_trainfail.files import read_json_object, write_json
-from gym_trainfail.hashing import bytes_digest, tree_digest
+from gym_trainfail.files import copy_tree, read_json_object, write_json
+from gym_trainfail.hashing import TreeRefusedError, bytes_digest, tree_digest
 from gym_trainfail.paths import home, receipts_dir
-from gym_trainfail.revisions import ALWAYS_EXCLUDED
+from gym_trainfail.revisions import ALWAYS_EXCLUDED, RevisionLog
 from gym_trainfail.runtimes import Runtime, find_runtime
 from gym_trainfail.sandbox import ExecResult, Limits, Mount, SandboxConfig, create_sandbox, resolve_backend
 from gym_trainfail.sandbox.base import GiB
@@ -283,9 +283,50 @@ class Grader:
         most likely to fail first, and grading stops after the first unit with a failing
         scenario; the receipt says it is ``partial``. A later full grade completes a stored
         partial receipt, grading only the scenarios it lacks.
+
+        A tree no walk will take (nested deeper than the bound, see
+        :data:`~gym_trainfail.hashing.MAX_TREE_DEPTH`) gets a receipt whose every scenario is
+        ``error`` with the reason, never an exception: one hostile tree must not end a grading
+        stage.
         """
-        tree = tree or tree_digest(source, exclude=(*ALWAYS_EXCLUDED, *self.case.workspace_exclude))
         selected = tuple(scenarios) if scenarios is not None else self.case.scenarios
+        try:
+            tree = tree or tree_digest(source, exclude=(*ALWAYS_EXCLUDED, *self.case.workspace_exclude))
+            return self._grade_tree(source, tree, selected, progress, stop_at_first_fail)
+        except TreeRefusedError as exc:
+            return self.refused(tree or "", selected, f"the revision's tree cannot be graded: {exc}")
+
+    def grade_revision(
+        self, log: RevisionLog, number: int, tree: str, *, progress: ProgressHook | None = None
+    ) -> Receipt:
+        """Grade revision ``number`` of an episode's ``log`` (whose tree hash is ``tree``) from a
+        scratch checkout. A revision that cannot be restored (a damaged record, a tree no walk
+        takes) gets an error receipt, never an exception: one episode must not end the grading of
+        a run or a batch."""
+        try:
+            with tempfile.TemporaryDirectory(prefix="trainfail-revision-") as scratch:
+                workspace = Path(scratch) / "workspace"
+                log.checkout(number, workspace)
+                return self.grade_dir(workspace, tree=tree, progress=progress)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            reason = f"revision {number} could not be restored for grading: {exc}"
+            return self.refused(tree, self.case.scenarios, reason)
+
+    def refused(self, tree: str, scenarios: Sequence[Scenario], reason: str) -> Receipt:
+        """A receipt for a tree that could not be graded at all: every scenario ``error`` (unknown,
+        never pass, never cached) with ``reason``."""
+        now = time.time()
+        outcomes = tuple(_outcome(s, "error", reason[:MAX_REASON]) for s in scenarios)
+        return Receipt(self.case.id, tree, self.grader_hash, outcomes, created=now, duration_s=0.0)
+
+    def _grade_tree(
+        self,
+        source: Path,
+        tree: str,
+        selected: tuple[Scenario, ...],
+        progress: ProgressHook | None,
+        stop_at_first_fail: bool,
+    ) -> Receipt:
         full = selected == self.case.scenarios
         known: tuple[ScenarioOutcome, ...] = ()
         if full and (hit := self.cached(tree, partial_ok=True)) is not None:
@@ -351,13 +392,18 @@ class Grader:
         return [by_name[s.name] for s in scenarios]
 
     def partition(self, scenarios: Sequence[Scenario]) -> list[tuple[Scenario, ...]]:
-        """Launch units: one per device count (scenario groups), or one per scenario."""
+        """Launch units: one per device count (scenario groups), or one per scenario; a scenario
+        marked ``alone`` is always a unit of its own."""
         if not self.group_scenarios:
             return [(s,) for s in scenarios]
         groups: dict[int, list[Scenario]] = {}
+        alone: list[tuple[Scenario, ...]] = []
         for scenario in scenarios:
-            groups.setdefault(scenario.devices, []).append(scenario)
-        return [tuple(g) for g in groups.values()]
+            if scenario.alone:
+                alone.append((scenario,))
+            else:
+                groups.setdefault(scenario.devices, []).append(scenario)
+        return [*(tuple(g) for g in groups.values()), *alone]
 
     def grade_unit(self, source: Path, unit: Sequence[Scenario]) -> list[ScenarioOutcome]:
         """Grade ``unit`` (scenarios needing the same number of devices) in one run sandbox and
@@ -478,7 +524,7 @@ class Grader:
             area = stack.enter_context(DiskArea(root / "run", self.case.budgets.disk_mb * MiB))
             workspace, out = area.path / "workspace", area.path / "out"
             run_io, judge_ws, judge_io = root / "run-io", root / "judge-workspace", root / "judge-io"
-            shutil.copytree(source, workspace, symlinks=True, ignore=shutil.ignore_patterns(*ALWAYS_EXCLUDED))
+            copy_tree(source, workspace, exclude=ALWAYS_EXCLUDED)
             for folder in (run_io, out, judge_ws, judge_io / "outcomes"):
                 folder.mkdir(parents=True)
             (run_io / "scenarios.json").write_text(requests)

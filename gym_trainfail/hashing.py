@@ -43,7 +43,20 @@ class Entry:
         return {"sha256": self.digest, "size": self.size, "x": self.executable}
 
 
-class TreeTooLargeError(ValueError):
+#: Folder levels below a tree's root that any walk accepts. A deeper tree is refused as a whole:
+#: recursive tools (the host's and many of an agent's) fail on one, and no workspace needs it.
+MAX_TREE_DEPTH = 64
+#: What one manifest entry weighs besides its file content (its name, metadata and record), when
+#: a walk charges a tree against a byte limit: names are not free, even for empty files.
+ENTRY_OVERHEAD_BYTES = 256
+
+
+class TreeRefusedError(ValueError):
+    """A tree a walk will not take (too deep, too many entries, too heavy); raised before any of
+    its files is read."""
+
+
+class TreeTooLargeError(TreeRefusedError):
     """A tree weighs more than its caller allows; raised before any of its files is read."""
 
     def __init__(self, total: int, limit: int, largest: list[tuple[str, int]]) -> None:
@@ -52,6 +65,23 @@ class TreeTooLargeError(ValueError):
         self.limit = limit
         #: The heaviest files, ``(relative path, footprint)``, heaviest first.
         self.largest = largest
+
+
+class TreeTooDeepError(TreeRefusedError):
+    """A folder of the tree lies deeper than the walk's bound."""
+
+    def __init__(self, path: str, limit: int) -> None:
+        super().__init__(f"{path[:200]}{'...' if len(path) > 200 else ''} is nested more than {limit} folders deep")
+        self.path = path
+        self.limit = limit
+
+
+class TooManyEntriesError(TreeRefusedError):
+    """A tree holds more files, links and folders than its caller allows."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the tree holds more than {limit} files, links and folders")
+        self.limit = limit
 
 
 def footprint(info: os.stat_result) -> int:
@@ -96,36 +126,53 @@ def _matches(relative: str, patterns: tuple[str, ...]) -> bool:
 
 
 def walk_tree(
-    root: Path, *, include: Iterable[str] | None = None, exclude: Iterable[str] = ()
+    root: Path,
+    *,
+    include: Iterable[str] | None = None,
+    exclude: Iterable[str] = (),
+    max_depth: int = MAX_TREE_DEPTH,
+    max_entries: int | None = None,
 ) -> Iterator[tuple[str, Path, os.stat_result]]:
     """Yield ``(relative path, absolute path, lstat)`` for files and symlinks under ``root``.
 
     Directories are not followed through symlinks. ``include`` restricts to top-level names;
-    ``exclude`` takes glob patterns matched against the relative path and each component.
+    ``exclude`` takes glob patterns matched against the relative path and each component. The
+    walk is iterative (a deep tree cannot exhaust the interpreter's stack) and refuses a folder
+    more than ``max_depth`` levels down (:class:`TreeTooDeepError`) and, with ``max_entries``, a
+    tree of more files, links and folders (:class:`TooManyEntriesError`). Unreadable folders are
+    skipped, as ``os.walk`` does.
     """
     includes = tuple(include) if include is not None else None
     excludes = tuple(exclude)
-    for directory, dirnames, filenames in os.walk(root, followlinks=False):
-        base = Path(directory)
-        rel_dir = base.relative_to(root).as_posix()
-        rel_dir = "" if rel_dir == "." else rel_dir + "/"
-        kept = []
-        for name in sorted(dirnames):
-            rel = rel_dir + name
-            if (includes is not None and not rel_dir and name not in includes) or _matches(rel, excludes):
+    seen = 0
+    pending: list[tuple[str, Path, int]] = [("", root, 0)]
+    while pending:
+        rel_dir, base, depth = pending.pop()
+        try:
+            with os.scandir(base) as listing:
+                children = sorted(listing, key=lambda entry: entry.name)
+        except OSError:
+            continue
+        folders = []
+        for child in children:
+            rel = rel_dir + child.name
+            if (includes is not None and not rel_dir and child.name not in includes) or _matches(rel, excludes):
                 continue
-            full = base / name
-            if full.is_symlink():  # os.walk lists symlinked dirs as dirs; treat them as links
-                yield rel, full, full.lstat()
+            seen += 1
+            if max_entries is not None and seen > max_entries:
+                raise TooManyEntriesError(max_entries)
+            full = base / child.name
+            try:
+                info = child.stat(follow_symlinks=False)
+            except OSError:
                 continue
-            kept.append(name)
-        dirnames[:] = kept
-        for name in sorted(filenames):
-            rel = rel_dir + name
-            if (includes is not None and not rel_dir and name not in includes) or _matches(rel, excludes):
+            if stat.S_ISDIR(info.st_mode):
+                if depth + 1 > max_depth:
+                    raise TreeTooDeepError(rel, max_depth)
+                folders.append((rel + "/", full, depth + 1))
                 continue
-            full = base / name
-            yield rel, full, full.lstat()
+            yield rel, full, info
+        pending.extend(reversed(folders))
 
 
 #: (path, size, mtime_ns, inode, ctime_ns) -> content digest, for files that did not change.
@@ -139,17 +186,20 @@ def manifest(
     exclude: Iterable[str] = (),
     cache: StatCache | None = None,
     max_bytes: int | None = None,
+    max_entries: int | None = None,
 ) -> list[Entry]:
     """The sorted manifest of a tree (regular files and symlinks; special files are skipped).
 
     With ``cache``, a file whose size, mtime, ctime and inode are unchanged is not read again.
-    With ``max_bytes``, a tree whose files' footprints add up to more raises
-    :class:`TreeTooLargeError` before any file is read.
+    With ``max_bytes``, a tree whose files' footprints plus what its entries' names and records
+    weigh (:data:`ENTRY_OVERHEAD_BYTES` each) add up to more raises :class:`TreeTooLargeError`
+    before any file is read; ``max_entries`` bounds the entry count (see :func:`walk_tree`).
     """
-    found = list(walk_tree(root, include=include, exclude=exclude))
+    found = list(walk_tree(root, include=include, exclude=exclude, max_entries=max_entries))
     if max_bytes is not None:
         weights = [(rel, footprint(st)) for rel, _, st in found if stat.S_ISREG(st.st_mode)]
-        total = sum(weight for _, weight in weights)
+        names = sum(ENTRY_OVERHEAD_BYTES + len(rel.encode("utf-8", "surrogateescape")) for rel, _, _ in found)
+        total = sum(weight for _, weight in weights) + names
         if total > max_bytes:
             raise TreeTooLargeError(total, max_bytes, sorted(weights, key=lambda item: (-item[1], item[0]))[:3])
     entries = []
@@ -168,10 +218,15 @@ def manifest(
     return entries
 
 
+def manifest_bytes(entries: Iterable[Entry]) -> bytes:
+    """The canonical serialisation of a manifest (what its digest is taken of)."""
+    canonical = json.dumps({e.path: e.to_json() for e in entries}, sort_keys=True, separators=(",", ":"))
+    return canonical.encode()
+
+
 def manifest_digest(entries: Iterable[Entry]) -> str:
     """Digest of a manifest, independent of where the tree lives."""
-    canonical = json.dumps({e.path: e.to_json() for e in entries}, sort_keys=True, separators=(",", ":"))
-    return bytes_digest(canonical.encode())
+    return bytes_digest(manifest_bytes(entries))
 
 
 def tree_digest(root: Path, *, include: Iterable[str] | None = None, exclude: Iterable[str] = ()) -> str:

@@ -38,6 +38,21 @@ from gym_trainfail.sandbox.watch import FileWatch, WatchedPath
 BLOCKED = "TrainCheck is not available in this evaluation arm (control)"
 #: ``import traincheck`` under a name no text scan can see.
 COMPUTED = "import importlib; importlib.import_module('train' + 'check')"
+#: An attempt that first closes the audit channel and fills its own descriptor table, so that
+#: nothing in the process can open a file or write a record when the blocker refuses it.
+STARVED = """cat > /tmp/starve.py <<'PY'
+import importlib, os, resource
+os.close(int(os.environ["TRAINFAIL_AUDIT_FD"]))
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+held = []
+while True:
+    try:
+        held.append(os.open("/dev/null", os.O_RDONLY))
+    except OSError:
+        break
+importlib.import_module("train" + "check")
+PY
+python /tmp/starve.py"""
 #: Host event kinds a sandbox must never be able to write.
 HOST_KINDS = ("reset", "step", "tokens", "device", "submit", "suspension", "sandbox", "finish", "resume")
 
@@ -338,6 +353,8 @@ def test_control_attempts_are_recorded_by_the_host(control_env: TrainFailEnv, ru
         ("command, no audit fd", "env -u TRAINFAIL_AUDIT_FD traincheck-check --help", BLOCKED,
          {watch, ("call", "mention")}),
         ("copy the decoy first", f"cp -r {decoy} /tmp/p && ls /tmp/p", "__init__.py", {watch, ("call", "mention")}),
+        # No audit fd and no free descriptor: the blocker opens its marker from a forked child.
+        ("starved of descriptors", STARVED, BLOCKED, {watch}),
         # Unrecordable: -I -S skips the blocker and ignores PYTHONPATH, so nothing watched is touched.
         ("isolated, no site", f'python -I -S -c "{COMPUTED}"', "No module named 'traincheck'", set()),
     ]  # fmt: skip

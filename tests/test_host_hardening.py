@@ -266,7 +266,8 @@ def test_huge_arguments_are_recorded_as_bounded_previews(echo_env: TrainFailEnv)
     blob = run_dir / "objects" / digest[:2] / digest[2:]
     assert blob.read_text() == content
     checkpoint = json.loads((run_dir / "checkpoint.json").read_text())
-    assert checkpoint["files"]["y.txt"]["sha256"] == digest
+    manifest = json.loads((run_dir / "objects" / checkpoint["tree"][:2] / checkpoint["tree"][2:]).read_text())
+    assert manifest["y.txt"]["sha256"] == digest
 
 
 # -- 9: the sandbox cannot read host paths from its own process table -------------------------

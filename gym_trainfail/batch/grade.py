@@ -10,7 +10,7 @@ device-seconds, which are the grader's and are never mixed with the solver's.
 from __future__ import annotations
 
 import json
-import tempfile
+import sys
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -75,7 +75,11 @@ def collect_trees(layout: RunLayout, plan: BatchPlan) -> list[TreeJob]:
     for planned in finished_episodes(layout, plan):
         log = RevisionLog(layout.episode(planned.id))
         for number in log.numbers():
-            _, tree = log.load(number)
+            try:
+                _, tree = log.load(number)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                print(f"batch grading: skipping revision {number} of {planned.id}: {exc}", file=sys.stderr)
+                continue
             key = (planned.case, tree.digest)
             if key in jobs:
                 job = jobs[key]
@@ -132,10 +136,7 @@ def _grade_tree(layout: RunLayout, grader: Grader, job: TreeJob, progress: TreeP
     if progress:
         progress(job, None)
     started = time.time()
-    with tempfile.TemporaryDirectory(prefix="trainfail-batch-revision-") as scratch:
-        workspace = Path(scratch) / "workspace"
-        RevisionLog(layout.episode(job.episode)).checkout(job.revision, workspace)
-        receipt = grader.grade_dir(workspace, tree=job.tree)
+    receipt = grader.grade_revision(RevisionLog(layout.episode(job.episode)), job.revision, job.tree)
     write_json(path, receipt.to_json())
     if progress:
         progress(job, receipt)

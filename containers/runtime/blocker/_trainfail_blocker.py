@@ -6,7 +6,9 @@ all; this module makes every attempt to reach it fail with a clear message and l
 records of the attempt, both out of the sandbox's reach:
 
 * it opens the refusal marker of that kind (``refusals/<kind>`` in the runtime), a file the host
-  watches from outside, so the record holds even when the audit channel is closed or unset;
+  watches from outside, so the record holds even when the audit channel is closed or unset; a
+  process that left itself no free file descriptor (its table filled before the attempt) opens
+  the marker from a forked child, which frees descriptors in its own copy of the table first;
 * it writes one audit record (``{"type": "blocked", ...}``) to the file descriptor named by
   ``TRAINFAIL_AUDIT_FD``, a pipe the host reads and checks against a closed schema.
 """
@@ -35,11 +37,34 @@ _reported = set()
 
 
 def _mark(kind):
-    """Open the refusal marker: the host sees the open, whatever this process's environment."""
+    """Open the refusal marker: the host sees the open, whatever this process's environment and
+    whatever it left of its descriptor table."""
+    path = os.path.join(_REFUSALS, kind)
     try:
-        os.close(os.open(os.path.join(_REFUSALS, kind), os.O_RDONLY))
+        os.close(os.open(path, os.O_RDONLY))
+        return
     except OSError:
         pass
+    # No descriptor to open with (EMFILE/ENFILE, or anything else): open it from a child, which
+    # closes its own copies of the descriptors first. Forking needs no free descriptor.
+    try:
+        pid = os.fork()
+    except OSError:
+        return
+    if pid == 0:
+        try:
+            os.closerange(0, 1 << 20)
+            os.close(os.open(path, os.O_RDONLY))
+        finally:
+            os._exit(0)
+    while True:
+        try:
+            os.waitpid(pid, 0)
+            return
+        except InterruptedError:
+            continue
+        except OSError:
+            return
 
 
 def _report(kind, detail):
