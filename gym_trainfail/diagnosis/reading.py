@@ -71,6 +71,8 @@ WITHDRAWAL = re.compile(
     r"|\bi\s+was\s+(?:wrong|mistaken|incorrect)\b|\bi\s+(?:got|had)\s+(?:that|it|this)\s+wrong\b"
     r"|\b(?:that's|that\s+is|that\s+was|this\s+is|this\s+was|it's|it\s+is|it\s+was)\s+not\s+it\b"
     r"|\bnot\s+it\s+after\s+all\b|\bnot\s+the\s+(?:cause|problem|culprit|issue|bug)\s+after\s+all\b"
+    r"|\b(?:that's|that\s+is|that\s+was|this\s+is|this\s+was|which\s+is)\s+not\s+(?:the|our|what)\s+(?:issue|cause|problem|"
+    r"culprit|bug|explanation|mechanism|failure|happening)\b"
     r"|\b(?:that's|that\s+is|that\s+was|it's|it\s+is|it\s+was|this\s+is|this\s+was|which\s+is|which\s+was)\s+"
     r"(?:false|untrue|not\s+true|not\s+correct|incorrect)\b"
     r"|\b(?:that's|that\s+is|that\s+was)\s+(?:wrong|mistaken)\s*(?:[.;:!,—–-]|$|after\s+all)"
