@@ -76,6 +76,7 @@ from gym_trainfail.files import apply_patch
 from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome
 from gym_trainfail.leaderboard import render_leaderboard
 from gym_trainfail.qualify import Qualification, qualify
+from gym_trainfail.reach.command import cmd_reach, print_reach, reach_json, reach_options
 from gym_trainfail.registry import Registry, default_registry, resolve_case
 from gym_trainfail.revisions import RevisionLog
 from gym_trainfail.runtimes import (
@@ -252,6 +253,9 @@ def _parser() -> argparse.ArgumentParser:
     _scale_options(p, note="with --case; an episode is graded at the profile it ran at")
     _judge_options(p)
     p.add_argument("--json", action="store_true")
+
+    p = command("reach", cmd_reach, "measure TrainCheck's reach on a case (its workflow on the case's pipeline)")
+    reach_options(p)
 
     p = command("qualify", cmd_qualify, "run a case's admission gate and print the scenario table")
     p.add_argument("case", nargs="?", help="case id, or the folder of a case that is not registered yet")
@@ -462,6 +466,7 @@ def cmd_cases(args: argparse.Namespace) -> int:
                 "folder": str(c.root),
                 "profiles": {p.name: {"summary": p.summary, "accelerator": p.accelerator} for p in c.profiles.values()},
                 "admission": record_status(c).to_json(),
+                "traincheck_reach": reach_json(c),
             }
             for c in cases
         ]
@@ -481,6 +486,7 @@ def cmd_cases(args: argparse.Namespace) -> int:
         table.add_row(escape(c.id), escape(c.title), ranks, str(len(c.scenarios)), escape(profiles), admission,
                       escape("\n".join(c.provenance["sources"])))  # fmt: skip
     out.print(table)
+    print_reach(out, cases)
     for status in stale:
         out.print(escape(status.describe()), highlight=False, soft_wrap=True)
     for folder, reason in registry.refused.items():

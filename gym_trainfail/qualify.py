@@ -6,7 +6,9 @@ repair and each shipped forgery (a revision that tries to forge its grade) must 
 one; and no grader canary may appear in what the agent sees
 (workspace, prompt, tool specs) or in the run kit (which the revision's code can read). A case
 with a diagnosis rubric has it checked against its statement fixtures (precision and recall);
-the deterministic rubric judge must classify every fixture as its author did.
+the deterministic rubric judge must classify every fixture as its author did, and, where the case
+has a held-out statement set (``grader/diagnosis/heldout.toml``), reach precision 0.95 and recall
+0.75 on it (a case without one is reported as such, not refused).
 
 Every other repeat of the unmodified workspace and the wrong repairs are graded in scenario
 groups, the rest one scenario per run: a case whose grouped verdicts differ from its
@@ -28,7 +30,9 @@ from typing import Any
 
 from gym_trainfail.cases import DEFAULT_PROFILE, CaseSpec
 from gym_trainfail.diagnosis.fixtures import FixtureCheck, check_fixtures
+from gym_trainfail.diagnosis.heldout import HeldoutCheck, check_heldout, load_heldout
 from gym_trainfail.diagnosis.judges import Judge, RubricJudge
+from gym_trainfail.errors import CaseDefinitionError
 from gym_trainfail.files import apply_patch
 from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome
 from gym_trainfail.hashing import walk_tree
@@ -82,6 +86,8 @@ class Qualification:
     forced_settings: str = ""
     #: The diagnosis rubric's fixtures as the judge classified them (``None``: no rubric).
     rubric: FixtureCheck | None = None
+    #: The held-out statements as the deterministic judge classified them (``None``: no set).
+    heldout: HeldoutCheck | None = None
 
     @property
     def admitted(self) -> bool:
@@ -96,6 +102,7 @@ class Qualification:
             "seconds": round(self.seconds, 1),
             "forced_settings": self.forced_settings,
             "rubric": self.rubric.to_json() if self.rubric is not None else None,
+            "heldout": self.heldout.to_json() if self.heldout is not None else None,
             "variants": [
                 {
                     "label": v.label,
@@ -122,6 +129,33 @@ class Qualification:
 Progress = Callable[[str, str, ScenarioOutcome | None], None]
 
 
+def qualify_diagnosis(case: CaseSpec, result: Qualification, judge: Judge | None = None) -> None:
+    """The diagnosis part of the gate, no training run: the rubric's fixtures (judged by
+    ``judge``, the rubric judge by default; the rubric judge must get every one right) and the
+    held-out set (the rubric judge must reach its precision and recall floors)."""
+    if case.rubric is None:
+        return
+    judge = judge or RubricJudge()
+    result.rubric = check_fixtures(case.rubric, judge)
+    if isinstance(judge, RubricJudge) and result.rubric.misjudged:
+        result.problems.append(
+            f"the diagnosis rubric misjudges its own fixtures: {'; '.join(result.rubric.misjudged)} "
+            "(adjust the concept phrasings or wrong explanations in grader/diagnosis/rubric.toml)"
+        )
+    try:
+        heldout = load_heldout(case.grader_dir, case.id)
+    except CaseDefinitionError as exc:
+        result.problems.append(f"held-out statements: {exc}")
+        return
+    if heldout is not None:
+        result.heldout = check_heldout(heldout, case.rubric, RubricJudge())
+        result.problems.extend(
+            f"{problem} (improve the rubric's phrasings on your own development statements, never on the held-out "
+            "ones; docs/case-authoring.md)"
+            for problem in result.heldout.problems()
+        )
+
+
 def qualify(
     case: CaseSpec,
     *,
@@ -142,14 +176,7 @@ def qualify(
     started = time.monotonic()
     result = Qualification(case=case.id, profile=case.profile, forced_settings=forced_settings(case))
     result.problems.extend(leak_scan(case))
-    if case.rubric is not None:
-        judge = judge or RubricJudge()
-        result.rubric = check_fixtures(case.rubric, judge)
-        if isinstance(judge, RubricJudge) and result.rubric.misjudged:
-            result.problems.append(
-                f"the diagnosis rubric misjudges its own fixtures: {'; '.join(result.rubric.misjudged)} "
-                "(adjust the concept phrasings or wrong explanations in grader/diagnosis/rubric.toml)"
-            )
+    qualify_diagnosis(case, result, judge)
     if not result.forced_settings:
         result.problems.append(
             f"the grader lists no forced settings: add a '{FORCED_HEADING}' section with a table to grader/README.md "
