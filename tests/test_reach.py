@@ -267,7 +267,7 @@ def reach_case(tmp_path: Path) -> CaseSpec:
     (root / "workspace" / "tiny").mkdir()
     (root / "workspace" / "tiny" / "train.py").write_text(TINY_TRAIN)
     spec = spec_path(root / "grader")
-    spec.parent.mkdir()
+    spec.parent.mkdir(parents=True)
     spec.write_text(TINY_SPEC)
     return load_case(root)
 
@@ -301,11 +301,11 @@ def test_a_hand_edited_record_is_broken_not_current(reach_case: CaseSpec) -> Non
 
 
 def test_every_shipped_reach_spec_loads() -> None:
-    specs = sorted((REPO / "envs").glob("*/grader/traincheck/reach.toml"))
+    specs = sorted((REPO / "envs").glob("*/grader/diagnosis/traincheck/reach.toml"))
     assert specs, "no case ships a reach spec"
     for path in specs:
         spec = load_spec(path)
-        assert (path.parents[2] / "workspace" / spec.entry).is_file(), path
+        assert (path.parents[3] / "workspace" / spec.entry).is_file(), path
 
 
 # -- the workflow, for real (slow) ------------------------------------------------------------

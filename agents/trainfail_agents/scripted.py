@@ -198,7 +198,7 @@ class StudyTraincheckAgent(StudyAgent):
     culprit (the rubric's culprit files or symbols, or the tensors/APIs the case's reach spec
     names) it goes straight to the repair there; otherwise it falls back to the study's own
     probe. It cleans TrainCheck's files out of the workspace before it submits. What to run is
-    the case's private reach spec (``grader/traincheck/reach.toml``, see
+    the case's private reach spec (``grader/diagnosis/traincheck/reach.toml``, see
     :mod:`gym_trainfail.reach.spec`): the agent is privileged like ``study``. In the control
     arm, or on a case without a reach spec, it is the study agent.
 

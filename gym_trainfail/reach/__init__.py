@@ -1,9 +1,9 @@
 """TrainCheck's reach on a case: does TrainCheck, run as its manual says on the case's own
 pipeline, flag the case's failure, and at what cost?
 
-:mod:`.spec` reads the case's private ``grader/traincheck/reach.toml``; :mod:`.workflow` runs
-collect → infer → collect → check in a sandbox like an agent's; :mod:`.results` reads what
-TrainCheck wrote (adversarial data); :mod:`.record` keys, stores and reads the case's record
+:mod:`.spec` reads the case's private ``grader/diagnosis/traincheck/reach.toml``;
+:mod:`.workflow` runs collect → infer → collect → check in a sandbox like an agent's;
+:mod:`.results` reads what TrainCheck wrote (adversarial data); :mod:`.record` keys, stores and reads the case's record
 (``envs/<case>/traincheck-reach.json``).
 """
 

@@ -1,4 +1,8 @@
-"""A case's private TrainCheck reach spec: ``grader/traincheck/reach.toml``.
+"""A case's private TrainCheck reach spec: ``grader/diagnosis/traincheck/reach.toml``.
+
+It lives beside the diagnosis rubric because, like the rubric, it measures how an agent could
+get to the failure and never decides a verdict: the grader hash and the admission record's case
+digest leave ``grader/diagnosis/`` out, so editing a reach spec voids no receipt or admission.
 
 It says how TrainCheck's documented workflow is run on the case's own pipeline: which entry
 script is instrumented, which model variable is tracked, and the launch command of each of the
@@ -13,7 +17,7 @@ Schema (every key is checked; a broken spec is refused with the file and key nam
     tracker = "subclass"              # --model-tracker-style: proxy | subclass | sampler
     modules = ["torch"]               # -t (modules whose APIs are traced)
     setup = "python scripts/x.py"     # optional: run once in the workspace before collecting
-    files = ["equal_data.py"]         # optional: files in grader/traincheck/ copied to .reach/
+    files = ["equal_data.py"]         # optional: files beside the spec, copied to .reach/
     mechanism_terms = ["cross_entropy"]   # optional: tensors/APIs the mechanism names
     infer_args = []                   # optional: extra traincheck-infer arguments
     timeout_s = 900                   # optional: per collection, inference or check
@@ -47,8 +51,8 @@ from typing import Any, NoReturn
 from gym_trainfail.errors import CaseDefinitionError
 from gym_trainfail.hashing import bytes_digest
 
-#: Where a case keeps its reach spec, under ``grader/``.
-SPEC_DIR = "traincheck"
+#: Where a case keeps its reach spec, under ``grader/`` (inside the diagnosis folder).
+SPEC_DIR = "diagnosis/traincheck"
 SPEC_FILE = "reach.toml"
 ROLES = ("trusted", "failing", "healthy")
 TRACKERS = ("proxy", "subclass", "sampler")
