@@ -13,7 +13,7 @@ DEMO_SANDBOX ?= bwrap
 $(BIN)/trainfail: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,agents,docker,ray,leaderboard]'
+	$(BIN)/pip install -q -e '.[dev,agents,docker,ray,leaderboard,serve,inspect]'
 	touch $@
 
 setup: $(BIN)/trainfail

@@ -1,7 +1,7 @@
 """The ``trainfail`` command line.
 
 ``doctor`` · ``cases`` · ``runtimes build|list`` · ``run`` · ``grade`` · ``qualify`` · ``demo`` ·
-``batch`` · ``leaderboard``.
+``batch`` · ``leaderboard`` · ``serve``.
 Long work shows progress on stderr; ``--json`` prints one JSON document on stdout.
 
 An error ends a command with one line on stderr that says what to do next, and exit status 1
@@ -280,6 +280,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--namespace", default="TrainFail")
 
     _batch_parsers(command)
+
+    p = command("serve", cmd_serve, "serve cases as OpenEnv environments (WebSocket sessions, token-guarded)")
+    p.add_argument("--cases", nargs="+", default=["all"], help="'all' (default), case ids or case folders")
+    p.add_argument("--arms", default="control", help="comma-separated arms a session may pick (default: control)")
+    p.add_argument("--sandbox", default="auto", help="auto, bwrap, docker or process (default: auto)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
+    p.add_argument("--max-sessions", type=int, help="sessions at once (default: the device pool's size)")
+    p.add_argument("--runs", type=Path, help="parent of the episodes' run directories (default: the state dir)")
+    p.add_argument("--token-file", type=Path, help="file holding the bearer token (default: $TRAINFAIL_SERVE_TOKEN, "
+                   "else a new token, printed once)")  # fmt: skip
+    p.add_argument("--no-grade", action="store_true", help="do not grade at the end (reward 0, deferred)")
+    _scale_options(p)
 
     p = command("demo", cmd_demo, f"the main job: reference and noop agents on {DEMO_CASE}, graded")
     p.add_argument("--case", default=DEMO_CASE)
@@ -1125,3 +1138,14 @@ def _short(path: Path) -> str:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``trainfail serve``: see :mod:`gym_trainfail.serve` and docs/serving.md."""
+    from gym_trainfail.errors import MissingExtraError
+
+    try:
+        from gym_trainfail.serve import cli as serve_cli
+    except ImportError as exc:  # the [serve] extra is optional
+        raise MissingExtraError(exc.name or "openenv", "serve", "trainfail serve") from None
+    return serve_cli.serve_command(args, resolve_cases(args.cases))

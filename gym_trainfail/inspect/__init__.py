@@ -1,0 +1,14 @@
+"""Every registered case as an Inspect AI task (extra ``[inspect]``).
+
+    inspect eval gym_trainfail/inspect_tasks.py@ddp_token_average --model openai/gpt-4.1
+    inspect eval gym_trainfail/ddp_token_average --model ...      # through the registry entry point
+
+:mod:`.task` builds a case's task (tools, solver loop, scorer); :mod:`._registry` registers one
+task per registered case for Inspect's ``gym_trainfail/<name>`` entry point.
+"""
+
+from __future__ import annotations
+
+from gym_trainfail.inspect.task import STORE_KEY, task_name, trainfail_agent, trainfail_grade, trainfail_task
+
+__all__ = ["STORE_KEY", "task_name", "trainfail_agent", "trainfail_grade", "trainfail_task"]

@@ -1,0 +1,40 @@
+"""``TrainFailClient``: OpenEnv's :class:`EnvClient` typed for ``trainfail serve``.
+
+    from gym_trainfail.serve import TrainFailAction, TrainFailClient
+
+    with TrainFailClient(base_url="http://127.0.0.1:8000", token=TOKEN).sync() as env:
+        result = env.reset(case="TrainFail/DDPTokenAverage-v0")
+        result = env.step(TrainFailAction(tool="list_files"))
+        print(result.observation.text, result.reward, result.done)
+
+Any OpenEnv client works (the wire format is OpenEnv's); this one only knows the types.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from openenv.core.client_types import StepResult
+from openenv.core.env_client import EnvClient
+
+from gym_trainfail.serve.models import TrainFailAction, TrainFailObservation, TrainFailState
+
+
+class TrainFailClient(EnvClient):  # openenv ships no type information: EnvClient is Any
+    """A session on a ``trainfail serve`` server (one episode at a time)."""
+
+    def __init__(self, base_url: str, token: str, **options: Any) -> None:
+        headers = {"Authorization": f"Bearer {token}", **options.pop("headers", {})}
+        super().__init__(base_url=base_url, headers=headers, **options)
+
+    def _step_payload(self, action: TrainFailAction) -> dict[str, Any]:
+        return cast(dict[str, Any], action.model_dump(exclude={"invalid", "metadata"}))
+
+    def _parse_result(self, payload: dict[str, Any]) -> StepResult[TrainFailObservation]:
+        observation = TrainFailObservation.model_validate(
+            {**payload.get("observation", {}), "reward": payload.get("reward"), "done": payload.get("done", False)}
+        )
+        return StepResult(observation=observation, reward=payload.get("reward"), done=bool(payload.get("done")))
+
+    def _parse_state(self, payload: dict[str, Any]) -> TrainFailState:
+        return cast(TrainFailState, TrainFailState.model_validate(payload))
