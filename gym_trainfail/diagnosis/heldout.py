@@ -90,9 +90,10 @@ def heldout_path(grader_dir: Path) -> Path:
     return grader_dir / DIAGNOSIS_DIR / HELDOUT_FILE
 
 
-def load_heldout(grader_dir: Path, case_id: str) -> HeldoutSet | None:
-    """The case's held-out set, or ``None`` when it has none; a malformed one, or one whose
-    bytes no longer match ``heldout.sha256``, raises :class:`HeldoutError` saying what to do."""
+def load_heldout(grader_dir: Path, case_id: str | None) -> HeldoutSet | None:
+    """The case's held-out set, or ``None`` when it has none; a malformed one, one for another
+    case than ``case_id`` (when given), or one whose bytes no longer match ``heldout.sha256``,
+    raises :class:`HeldoutError` saying what to do."""
     path = heldout_path(grader_dir)
     if not path.exists():
         return None
@@ -111,7 +112,7 @@ def load_heldout(grader_dir: Path, case_id: str) -> HeldoutSet | None:
     check.keys(head, "heldout")
     assert isinstance(head, Mapping)
     case = check.text(head, "case", "heldout.case", 200)
-    if case != case_id:
+    if case_id is not None and case != case_id:
         check.fail("heldout.case", f"the set is for {case!r}, not {case_id!r}")
     statements = data.get("statement")
     if not isinstance(statements, list) or not statements:
@@ -260,6 +261,26 @@ def check_heldout(heldout: HeldoutSet, rubric: Rubric, judge: Judge | None = Non
     withdrawn = [v for s, v in zip(heldout.statements, verdicts, strict=True) if s.withdrawn]
     rejected = sum(v.correct is False for v in withdrawn)
     return HeldoutCheck(classified, len(withdrawn), rejected, len(heldout.statements), heldout.digest)
+
+
+def judge_heldout(rubric: Rubric, judge: Judge) -> dict[str, object] | None:
+    """``judge``'s figures on the held-out set beside ``rubric`` (its verdicts cached like any),
+    for milestone tables: ``None`` without a set, ``{"error": ...}`` when the set is unusable."""
+    try:
+        heldout = load_heldout(rubric.path.parent.parent, None)
+    except HeldoutError as exc:
+        return {"error": str(exc)[:500]}
+    if heldout is None:
+        return None
+    check = check_heldout(heldout, rubric, judge)
+    return {
+        "precision": check.classified.precision,
+        "recall": check.classified.recall,
+        "withdrawn_rejection": check.withdrawn_rejection,
+        "statements": check.statements,
+        "undecided": check.classified.undecided,
+        "heldout_sha256": check.digest,
+    }
 
 
 def summary_line(check: HeldoutCheck | None) -> str:

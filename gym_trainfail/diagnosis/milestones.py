@@ -11,9 +11,11 @@
 
 Each milestone gives raw and adjusted seconds since reset, the model turn it fell in, the step
 count, the token range from completed-turn counters (through the turn before, through that
-turn; never interpolated) and solver device-seconds through it. Statements are judged by a
-:class:`~.judges.Judge` against the case's private rubric; without a rubric the statement
-milestones are ``None``. Nothing here affects a verdict or a reward.
+turn; never interpolated) and solver device-seconds through it. Each statement (an assistant
+message, a reasoning summary, the finish summary) is judged on its own by a
+:class:`~.judges.Judge` against the case's private rubric; the result names the judge and its
+figures on the case's held-out statements. Without a rubric the statement milestones are
+``None``. Nothing here affects a verdict or a reward.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 
 from gym_trainfail.diagnosis.engagement import engagement
 from gym_trainfail.diagnosis.evidence import Evidence, Statement, collect, culprit_reads
+from gym_trainfail.diagnosis.heldout import judge_heldout
 from gym_trainfail.diagnosis.judges import EXCERPT_CHARS, Judge, RubricJudge, judge_statements
 from gym_trainfail.diagnosis.rubric import Rubric
 from gym_trainfail.diagnosis.symptoms import Job, detect
@@ -96,6 +99,8 @@ def diagnose(
                 )  # fmt: skip
     return {
         "judge": judge.identity if rubric is not None else None,
+        # The judge's figures on the case's held-out statements: a table says how far to trust it.
+        "judge_heldout": judge_heldout(rubric, judge) if rubric is not None else None,
         "rubric": rubric.digest if rubric is not None else None,
         "milestones": milestones,
         "statements": statements,

@@ -1,0 +1,143 @@
+"""Held-out diagnosis statements: the closed schema, the hash taken when the set was written,
+qualification's floors (a case without a set is reported, not refused), and the command that
+prints the figures without running any training. Only the echo fixture's own set is read here."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gym_trainfail.cases import load_case
+from gym_trainfail.diagnosis.heldout import (
+    HASH_FILE,
+    HELDOUT_FILE,
+    HeldoutError,
+    check_heldout,
+    load_heldout,
+    main,
+    summary_line,
+)
+from gym_trainfail.diagnosis.judges import RubricJudge
+from gym_trainfail.qualify import Qualification, qualify_diagnosis
+
+from .conftest import ECHO_CASE
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRAINFAIL_HOME", str(tmp_path / "home"))
+
+
+def _folder(case_copy: Path) -> Path:
+    return case_copy / "grader" / "diagnosis"
+
+
+def _rewrite(case_copy: Path, text: str, *, rehash: bool = True) -> None:
+    path = _folder(case_copy) / HELDOUT_FILE
+    path.write_text(text)
+    if rehash:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        (_folder(case_copy) / HASH_FILE).write_text(f"{digest}  {HELDOUT_FILE}\n")
+
+
+def test_the_echo_set_loads_and_the_rubric_judge_passes_it() -> None:
+    case = load_case(ECHO_CASE)
+    assert case.rubric is not None
+    heldout = load_heldout(case.grader_dir, case.id)
+    assert heldout is not None and heldout.case == case.id and len(heldout.statements) == 8
+    assert sum(s.withdrawn for s in heldout.statements) == 2
+    check = check_heldout(heldout, case.rubric, RubricJudge())
+    assert (check.classified.precision, check.classified.recall, check.withdrawn_rejection) == (1.0, 1.0, 1.0)
+    assert check.problems() == [] and "withdrawn rejected 100% (2/2)" in summary_line(check)
+
+
+BROKEN = [
+    ("extra top-level key", lambda t: t + "\n[extra]\nx = 1\n", "unknown key"),
+    ("extra statement key", lambda t: t.replace('id = "c01"', 'id = "c01"\nlabel = "x"'), "unknown key"),
+    ("duplicate id", lambda t: t.replace('id = "c02"', 'id = "c01"'), "'c01' is used twice"),
+    ("bad expect", lambda t: t.replace('expect = "correct"', 'expect = "yes"', 1), "expected 'correct' or"),
+    ("withdrawn correct", lambda t: t.replace("withdrawn = false", "withdrawn = true", 1), "expect = 'incorrect'"),
+    ("withdrawn not a bool", lambda t: t.replace('withdrawn = false', 'withdrawn = "no"', 1), "expected true or false"),
+    ("missing key", lambda t: t.replace('style = "terse"\n', "", 1), "missing style"),
+    ("another case", lambda t: t.replace('"TrainFailTest/Echo-v0"', '"TrainFail/Other-v0"'), "not 'TrainFailTest"),
+    ("bad time", lambda t: t.replace('written = "2026-12-01T16:10:00Z"', 'written = "yesterday"'), "ISO 8601"),
+    ("not toml", lambda t: t + "\n[[statement\n", "not valid TOML"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("label", "edit", "message"), BROKEN, ids=[b[0] for b in BROKEN])
+def test_a_malformed_set_is_refused_with_the_key_named(case_copy: Path, label: str, edit: object, message: str) -> None:
+    text = (_folder(case_copy) / HELDOUT_FILE).read_text()
+    _rewrite(case_copy, edit(text))  # type: ignore[operator]
+    case = load_case(case_copy)  # a broken held-out set never stops the case from registering
+    with pytest.raises(HeldoutError, match=message.replace("(", r"\(")):
+        load_heldout(case.grader_dir, case.id)
+
+
+def test_a_set_changed_after_it_was_hashed_is_refused(case_copy: Path) -> None:
+    text = (_folder(case_copy) / HELDOUT_FILE).read_text()
+    _rewrite(case_copy, text.replace("The printed value is off.", "Something else."), rehash=False)
+    case = load_case(case_copy)
+    with pytest.raises(HeldoutError, match="changed after it was written") as raised:
+        load_heldout(case.grader_dir, case.id)
+    assert "sha256sum heldout.toml > heldout.sha256" in str(raised.value)
+    (_folder(case_copy) / HASH_FILE).unlink()
+    with pytest.raises(HeldoutError, match="no heldout.sha256 beside it"):
+        load_heldout(case.grader_dir, case.id)
+    (_folder(case_copy) / HASH_FILE).write_text("not a hash\n")
+    with pytest.raises(HeldoutError, match="expected `sha256sum` output"):
+        load_heldout(case.grader_dir, case.id)
+
+
+def test_qualification_refuses_below_the_floors_and_reports_a_missing_set(case_copy: Path) -> None:
+    text = (_folder(case_copy) / HELDOUT_FILE).read_text()
+    # Correct statements the rubric's phrasings cannot read: recall 2/6 < 0.75.
+    unreadable = "".join(
+        f'\n[[statement]]\nid = "u{i}"\nexpect = "correct"\nstyle = "paraphrase"\nwithdrawn = false\n'
+        f'text = "The constant is one below what the docs promise ({i})."\n'
+        for i in range(2)
+    )
+    _rewrite(case_copy, text + unreadable)
+    case = load_case(case_copy)
+    result = Qualification(case=case.id)
+    qualify_diagnosis(case, result)
+    assert result.heldout is not None and result.heldout.classified.recall == pytest.approx(4 / 6)
+    assert any("held-out recall 67% is below 75%" in p for p in result.problems)
+    assert result.to_json()["heldout"]["withdrawn_rejection"] == 1.0  # type: ignore[index]
+    # Without a set: reported as such, not refused.
+    (_folder(case_copy) / HELDOUT_FILE).unlink()
+    result = Qualification(case=case.id)
+    qualify_diagnosis(load_case(case_copy), result)
+    assert result.heldout is None and result.problems == []
+    assert summary_line(None).startswith("held-out statements: no held-out set")
+    # A set changed after hashing refuses qualification (it does not crash it).
+    _rewrite(case_copy, text, rehash=False)
+    (_folder(case_copy) / HASH_FILE).write_text("0" * 64 + f"  {HELDOUT_FILE}\n")
+    result = Qualification(case=case.id)
+    qualify_diagnosis(load_case(case_copy), result)
+    assert any("changed after it was written" in p for p in result.problems)
+
+
+def test_the_command_prints_figures_without_training(capsys: pytest.CaptureFixture[str], case_copy: Path) -> None:
+    assert main([str(ECHO_CASE)]) == 0
+    printed = capsys.readouterr().out
+    assert "precision 100%, recall 100%, withdrawn rejected 100% (2/2)" in printed
+    assert "ANSWER" not in printed  # statement texts stay in the file
+    assert main([str(ECHO_CASE), "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)["TrainFailTest/Echo-v0"]
+    assert figures["recall"] == 1.0 and figures["statements"] == 8
+    (_folder(case_copy) / HELDOUT_FILE).unlink()
+    assert main([str(case_copy)]) == 0 and "no held-out set" in capsys.readouterr().out
+    _rewrite(case_copy, "[heldout]\n")
+    assert main([str(case_copy)]) == 2 and "heldout.case" in capsys.readouterr().err
+
+
+def test_python_dash_m_runs() -> None:
+    found = subprocess.run([sys.executable, "-m", "gym_trainfail.diagnosis.heldout", str(ECHO_CASE)],
+                           capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    assert "TrainFailTest/Echo-v0: held-out statements (rubric judge) on 8" in found.stdout

@@ -1,0 +1,126 @@
+"""The deterministic judge's reading of agent prose: a phrasing's own negation kept, incidental
+negations and denials honoured, commas and dashes as clause breaks, later withdrawals, and
+matching through markup and code identifiers, with evidence quoted from the statement itself."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from gym_trainfail.diagnosis.judges import RubricJudge
+from gym_trainfail.diagnosis.reading import views
+from gym_trainfail.diagnosis.rubric import Concept, Fixture, Rubric
+
+
+def _concept(name: str, *patterns: str) -> Concept:
+    return Concept(name, tuple(re.compile(p, re.IGNORECASE) for p in patterns))
+
+
+#: A small rubric in the shape of the memory case: phrasings written with their own negation.
+RUBRIC = Rubric(
+    path=Path("/nonexistent/grader/diagnosis/rubric.toml"),
+    digest="test",
+    summary="the planner misses the head backward, which holds three chunk buffers over the padded vocab",
+    concepts=(
+        _concept("head unpriced", r"\bplanner\b[^.;]{0,40}?\b(?:doesn't|does\s+not)\s+account\s+for\b.{0,30}?\bhead",
+                 r"\bhead(?:'s)?\s+backward\s+is\s+not\s+priced", r"\bplanner\b[^.;]{0,40}?\bmisses\b[^.;]{0,30}?head"),
+        _concept("three buffers", r"\b3\s+dense\s+chunk_rows\s+x\s+padded_vocab\b", r"\bthree\s+buffers\b",
+                 r"\bpadded\s+vocab\s+buffers\b"),
+        _concept("retention", r"\bnever\s+(?:freed|released)\b[^.;]{0,30}?\bcheckpoint",
+                 r"\bcheckpoint\w*\s+inputs\s+stay\s+live"),
+    ),
+    culprits=(),
+    wrong=(_concept("leak", r"\bmemory\s+leak\b"), _concept("margin", r"\bsafety\s+factor\b[^.;]{0,20}?too\s+small")),
+    symptom=None,
+    steps_patterns=(),
+    fixtures=(Fixture("x", True, ""), Fixture("y", False, "")),
+    study=None,
+)  # fmt: skip
+CORRECT = "The planner doesn't account for the head: three buffers, while the checkpointed inputs stay live."
+
+
+def _judge(statement: str) -> bool | None:
+    return RubricJudge().judge(statement, RUBRIC).correct
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        CORRECT,
+        "The head's backward is not priced; it holds three buffers and the checkpoint inputs stay live.",
+        # brackets and a code identifier: the markup-free view matches the phrasing
+        "The planner misses the head, which materialises 3 dense [chunk_rows x padded_vocab] buffers; "
+        "checkpoint inputs stay live.",
+        # `padded_vocab` in backticks: the identifier-split view matches "padded vocab buffers"
+        "The planner misses the head: `padded_vocab` buffers, and the checkpoint inputs stay live.",
+        # a phrasing that needs its negation ("never freed") is not cancelled by it
+        "The planner misses the head (three buffers); the activations are never freed before the checkpoint "
+        "inputs stay live.",
+        # one "not" must not cancel the next clause (comma and dash are clause breaks)
+        "It is not a memory leak, the planner misses the head — three buffers — and checkpoint inputs stay live.",
+        # a retracted wrong guess, then the mechanism
+        "I first blamed a memory leak. I was wrong. The planner misses the head: three buffers, and the "
+        "checkpoint inputs stay live.",
+        # a withdrawal aimed at a wrong explanation leaves the mechanism standing
+        "The planner misses the head: three buffers, and the checkpoint inputs stay live. I was wrong earlier "
+        "to suspect a memory leak.",
+    ],
+)
+def test_correct_statements_in_natural_wordings(statement: str) -> None:
+    assert _judge(statement) is True
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        # negation before the match in its clause
+        "It is not true that the planner misses the head; three buffers; checkpoint inputs stay live.",
+        # an incidental negation inside the match ("does not" in a gap the phrasing does not need)
+        "The planner never misses the head. Three buffers. The checkpoint inputs stay live.",
+        # a denial after the claim
+        "The planner misses the head, three buffers and checkpoint inputs stay live, which is not the cause.",
+        # withdrawals in the forms agents write
+        CORRECT + " Edit: scratch that, the probe contradicts it.",
+        CORRECT + " Actually, I was wrong.",
+        CORRECT + " On reflection, that's not it.",
+        f'A teammate\'s note claims: "{CORRECT}" It is false.',
+        CORRECT + " Never mind, the peak is in the forward.",
+        # a known wrong explanation asserted beside the mechanism
+        CORRECT + " The root cause is a memory leak.",
+        # only two of three concepts
+        "The planner misses the head; three buffers.",
+    ],
+)
+def test_statements_that_are_not_a_diagnosis(statement: str) -> None:
+    assert _judge(statement) is False
+
+
+def test_evidence_is_quoted_from_the_statement_per_concept() -> None:
+    statement = (
+        "The planner misses the head, holding 3 dense [chunk_rows x padded_vocab] bf16 buffers; checkpoint inputs "
+        "stay live."
+    )
+    verdict = RubricJudge().judge(statement, RUBRIC)
+    assert verdict.correct is True and set(verdict.concepts) == {"head unpriced", "three buffers", "retention"}
+    quotes = dict(verdict.evidence)
+    assert all(quote in statement for quote in quotes.values())
+    assert quotes["three buffers"] == "3 dense [chunk_rows x padded_vocab"  # spans the bracket, as written
+
+
+def test_withdrawn_flag_and_a_later_restatement() -> None:
+    withdrawn = RubricJudge().judge(CORRECT + " Scratch that.", RUBRIC)
+    assert (withdrawn.correct, withdrawn.withdrawn, withdrawn.concepts) == (False, True, ())
+    restated = RubricJudge().judge(CORRECT + " Scratch that. " + CORRECT, RUBRIC)
+    assert restated.correct is True
+
+
+def test_views_keep_offsets_into_the_statement() -> None:
+    statement = "x = `fc1.weight`  has [no]\n\n tag"
+    for view in views(statement):
+        assert len(view.origin) == len(view.text)
+        for i, c in enumerate(view.text):
+            if c.strip() and c not in "._":
+                assert statement[view.origin[i]] == c
+    assert any("fc1 weight" in v.text for v in views(statement))
