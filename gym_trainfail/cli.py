@@ -1136,10 +1136,6 @@ def _short(path: Path) -> str:
         return str(path)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
     """``trainfail serve``: see :mod:`gym_trainfail.serve` and docs/serving.md."""
     from gym_trainfail.errors import MissingExtraError
@@ -1149,3 +1145,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ImportError as exc:  # the [serve] extra is optional
         raise MissingExtraError(exc.name or "openenv", "serve", "trainfail serve") from None
     return serve_cli.serve_command(args, resolve_cases(args.cases))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
