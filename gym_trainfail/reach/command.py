@@ -15,7 +15,8 @@ from rich.text import Text
 from gym_trainfail.cases import CaseSpec
 from gym_trainfail.errors import TrainFailError
 from gym_trainfail.reach import load_spec, measure_reach, record_path, record_status, spec_path, write_record
-from gym_trainfail.registry import resolve_case
+from gym_trainfail.reach.record import MARKDOWN_HEADER, markdown_row
+from gym_trainfail.registry import default_registry, resolve_case
 
 out = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True)
@@ -23,7 +24,7 @@ err = Console(stderr=True)
 
 def reach_options(p: argparse.ArgumentParser) -> None:
     """The ``reach`` command's arguments."""
-    p.add_argument("case", help="case id, or a case folder")
+    p.add_argument("case", nargs="?", help="case id, or a case folder")
     p.add_argument("--sandbox", default="auto", help="auto, bwrap, docker or process (default: auto)")
     p.add_argument(
         "--variants",
@@ -34,12 +35,20 @@ def reach_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--status", action="store_true", help="show the stored record and whether it is current; run nothing"
     )
+    p.add_argument(
+        "--table", action="store_true", help="print every registered case's record as the Markdown table of docs/"
+    )
     p.add_argument("--no-write", action="store_true", help="measure, but leave the case's record as it is")
     p.add_argument("--json", action="store_true")
 
 
 def cmd_reach(args: argparse.Namespace) -> int:
     """Run TrainCheck's workflow on the case's pipeline (or show its record with ``--status``)."""
+    if args.table:
+        print("\n".join([MARKDOWN_HEADER, *(markdown_row(c) for c in default_registry())]))
+        return 0
+    if not args.case:
+        raise TrainFailError("name a case (id or folder), or pass --table")
     case = resolve_case(args.case)
     if args.status:
         status = record_status(case)

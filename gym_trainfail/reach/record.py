@@ -184,3 +184,37 @@ def check_record(record: dict[str, Any] | None) -> str:
     if not isinstance(summary["variants"], int) or isinstance(summary["variants"], bool):
         return "summary: variants must be a count"
     return ""
+
+
+def markdown_row(case: CaseSpec) -> str:
+    """The case's line of the reach table in ``docs/traincheck-reach.md``."""
+    status = record_status(case)
+    record = status.record
+    if record is None or status.state == "broken":
+        return f"| `{case.id}` | {status.headline()} | | | | | | |"
+    s = record["summary"]
+    detects = "yes" if s["detects"] else "no"
+    if s["detects"] and not s["default_detects"]:
+        detects += f" ({', '.join(s['detecting_variants'])} only)"
+    if s["errors"] and len(s["errors"]) == s["variants"]:
+        detects = "not measured"
+    variants = ", ".join(v["name"] + ("" if v["error"] is None else " (failed)") for v in record["variants"])
+    stale = "" if status.state == "current" else " (stale)"
+    cells = [
+        f"`{case.id}`{stale}",
+        detects,
+        "—" if s["false_alarms"] is None else str(s["false_alarms"]),
+        "yes" if s["culprit_named"] else "no",
+        "—" if s["first_violating_step"] is None else str(s["first_violating_step"]),
+        f"{s['seconds']:.0f}",
+        f"{s['device_seconds']:.0f}",
+        variants,
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+#: The header of the reach table (see :func:`markdown_row`).
+MARKDOWN_HEADER = (
+    "| case | detects | false alarms | culprit named | first violating step | wall s | device-s | variants |\n"
+    "|---|---|---|---|---|---|---|---|"
+)

@@ -10,6 +10,7 @@ every variant that would produce the same ones. Times are measured on the host.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import re
@@ -189,8 +190,7 @@ class Workflow:
         entry = workspace / self.spec.entry
         if not entry.is_file():
             raise StepFailed(f"the reach spec's entry {self.spec.entry!r} is not a file in the workspace")
-        # TrainCheck inserts its set-up above the first line: a __future__ import would then fail.
-        source = FUTURE_RE.sub("", entry.read_text(encoding="utf-8"))
+        source = instrumentable(entry.read_text(encoding="utf-8"))
         self.tc_entry.parent.mkdir(parents=True, exist_ok=True)
         (workspace / self.tc_entry).write_text(source, encoding="utf-8")
         arm = get_arm("traincheck")
@@ -354,6 +354,30 @@ class Workflow:
         step.note = f"{len(checked.violations)} invariants violated"
         self._checks[key] = checked
         return checked
+
+
+def instrumentable(source: str) -> str:
+    """An entry script as TrainCheck can instrument it. TrainCheck inserts its set-up code above
+    the first line, so a ``from __future__`` import would become a SyntaxError (it is dropped:
+    annotations are then evaluated, which entry scripts of this kind survive), and the module
+    docstring would stop being one (``__doc__`` becomes ``None``, and ``argparse`` descriptions
+    built from it crash): it becomes an explicit ``__doc__ = ...`` assignment."""
+    source = FUTURE_RE.sub("", source)
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source  # collection will say what is wrong with it
+    first = tree.body[0] if tree.body else None
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+        and first.col_offset == 0
+    ):
+        lines = source.splitlines(keepends=True)
+        lines[first.lineno - 1] = "__doc__ = " + lines[first.lineno - 1]
+        source = "".join(lines)
+    return source
 
 
 def _failure(result: ExecResult, timeout_s: float) -> str:
