@@ -284,6 +284,11 @@ def test_a_record_is_keyed_by_workspace_spec_and_lock(reach_case: CaseSpec) -> N
     status = record_status(reach_case)
     assert (status.state, status.reason) == ("stale", "changed since measured: workspace")
     assert "[stale" in status.headline()
+    (reach_case.workspace_dir / "tiny" / "train.py").write_text(TINY_TRAIN)
+    assert record_status(reach_case).state == "current"
+    spec_file = spec_path(reach_case.grader_dir)
+    spec_file.write_text(spec_file.read_text().replace("--seed 3", "--seed 4"))
+    assert record_status(reach_case).reason == "changed since measured: spec"
 
 
 def test_a_hand_edited_record_is_broken_not_current(reach_case: CaseSpec) -> None:

@@ -141,11 +141,13 @@ class ReachSpec:
     def folder(self) -> Path:
         return self.path.parent
 
+    #: Digest of the spec and the files it copies into the workspace, taken when it was loaded
+    #: (a measurement is keyed by what it ran, even if the files change meanwhile).
+    content_digest: str = ""
+
     def digest(self) -> str:
-        """Digest of the spec and the files it copies into the workspace."""
-        parts = [self.path.read_bytes()]
-        parts += [(self.folder / name).read_bytes() for name in self.files]
-        return bytes_digest(b"\0".join(parts))
+        """Digest of the spec and the files it copies into the workspace, as loaded."""
+        return self.content_digest
 
     def variant(self, name: str) -> Variant:
         """The variant called ``name``; unknown names list the known ones."""
@@ -279,7 +281,8 @@ class _Check:
         names = [v.name for v in variants]
         if len(set(names)) != len(names):
             self.fail("variant", f"names must be unique (and not 'default'): {names}")
-        return replace(spec, variants=tuple(variants))
+        parts = [self.path.read_bytes(), *((self.path.parent / name).read_bytes() for name in files)]
+        return replace(spec, variants=tuple(variants), content_digest=bytes_digest(b"\0".join(parts)))
 
     def variant(self, node: Any, where: str, spec: ReachSpec) -> Variant:
         if not isinstance(node, Mapping):
