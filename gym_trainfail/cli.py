@@ -67,15 +67,16 @@ from gym_trainfail.batch.runner import Runner
 from gym_trainfail.cases import DEFAULT_PROFILE, CaseSpec
 from gym_trainfail.devices import DevicePool, GpuInfo, query_gpus
 from gym_trainfail.diagnosis.fixtures import FixtureCheck
-from gym_trainfail.diagnosis.judges import Judge
-from gym_trainfail.diagnosis.llm_judge import LLMJudge
+from gym_trainfail.diagnosis.heldout import summary_line
+from gym_trainfail.diagnosis.judges import Judge, RubricJudge
+from gym_trainfail.diagnosis.llm_judge import JUDGE_BASE_URL_ENV, JUDGE_KEY_ENV, JUDGE_MODEL_ENV, LLMJudge
 from gym_trainfail.diagnosis.milestones import LABELS, MILESTONES
 from gym_trainfail.episode import EpisodeResult, RunGrades, grade_run, resume_episode, run_episode
 from gym_trainfail.errors import RuntimeMissingError, TrainFailError, missing_extra
 from gym_trainfail.files import apply_patch
 from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome
 from gym_trainfail.leaderboard import render_leaderboard
-from gym_trainfail.qualify import Qualification, qualify
+from gym_trainfail.qualify import Qualification, qualify, qualify_diagnosis
 from gym_trainfail.reach.command import cmd_reach, print_reach, reach_json, reach_options
 from gym_trainfail.registry import Registry, default_registry, resolve_case
 from gym_trainfail.revisions import RevisionLog
@@ -269,6 +270,8 @@ def _parser() -> argparse.ArgumentParser:
         "(admission.json beside it) is rewritten",
     )
     p.add_argument("--out", type=Path, help="also write the result as JSON here")
+    p.add_argument("--diagnosis-only", action="store_true", help="only the diagnosis rubric: its fixtures and the "
+                   "held-out statements' precision and recall (no training run)")  # fmt: skip
     _scale_options(p)
     _judge_options(p)
     p.add_argument("--json", action="store_true")
@@ -331,6 +334,7 @@ def _batch_parsers(command: Callable[[str, Callable[[argparse.Namespace], int], 
     p.add_argument("run_dir", type=Path)
     p.add_argument("--out", type=Path, help="output folder (default: RUN_DIR/leaderboard)")
     p.add_argument("--title", help="page title (default: the run directory's name)")
+    _judge_options(p)  # a judge model re-judges the diagnosis milestones (adjudications) before rendering
     p.add_argument("--json", action="store_true")
 
 
@@ -360,18 +364,23 @@ def _select_accelerator(args: argparse.Namespace) -> None:
 
 
 def _judge_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--judge-model", help="judge diagnosis statements with this model (default: the deterministic "
-                   "rubric judge, no network)")  # fmt: skip
-    p.add_argument("--judge-base-url", help="OpenAI-compatible endpoint of the judge model (key: $OPENAI_API_KEY)")
+    p.add_argument("--judge-model", help=f"judge diagnosis statements with this model, the primary judge where one "
+                   f"is configured (default: ${JUDGE_MODEL_ENV}, else the deterministic rubric judge)")  # fmt: skip
+    p.add_argument("--judge-base-url", help=f"OpenAI-compatible endpoint of the judge model, apart from the agent's "
+                   f"(default: ${JUDGE_BASE_URL_ENV}, else OpenAI)")  # fmt: skip
+    p.add_argument("--judge-api-key-env", metavar="NAME", help=f"environment variable holding the judge's key "
+                   f"(default: ${JUDGE_KEY_ENV}, else $OPENAI_API_KEY); the key is never written anywhere")  # fmt: skip
 
 
 def _judge(args: argparse.Namespace) -> Judge | None:
-    """The judge the options ask for (``None``: the deterministic rubric judge)."""
-    if getattr(args, "judge_base_url", None) and not args.judge_model:
-        raise TrainFailError("--judge-base-url needs --judge-model NAME")
-    if not getattr(args, "judge_model", None):
+    """The judge the options (or ``$TRAINFAIL_JUDGE_MODEL``) ask for (``None``: the rubric judge)."""
+    model = getattr(args, "judge_model", None) or os.environ.get(JUDGE_MODEL_ENV)
+    base_url = getattr(args, "judge_base_url", None) or os.environ.get(JUDGE_BASE_URL_ENV) or None
+    if base_url and not model:
+        raise TrainFailError(f"--judge-base-url needs --judge-model NAME (or ${JUDGE_MODEL_ENV})")
+    if not model:
         return None
-    return LLMJudge(args.judge_model, args.judge_base_url)
+    return LLMJudge(model, base_url, api_key_env=getattr(args, "judge_api_key_env", None))
 
 
 # -- doctor / cases / runtimes ----------------------------------------------------------------
@@ -790,6 +799,8 @@ def _qualify_all(args: argparse.Namespace) -> int:
 
 def _qualify_one(args: argparse.Namespace, case: CaseSpec) -> int:
     judge = _judge(args)
+    if getattr(args, "diagnosis_only", False):
+        return _qualify_diagnosis_only(args, case, judge)
     _check_sandbox(args.sandbox)
     _ensure_runtime("control")
     try:  # the last record's failing scenarios order the wrong repairs' work (never their verdicts)
@@ -815,6 +826,21 @@ def _qualify_one(args: argparse.Namespace, case: CaseSpec) -> int:
         _print_qualification(case, result)
     _write_admission_record(args, case, result)
     return 0 if result.admitted else 1
+
+
+def _qualify_diagnosis_only(args: argparse.Namespace, case: CaseSpec, judge: Judge | None) -> int:
+    result = Qualification(case=case.id, profile=case.profile)
+    qualify_diagnosis(case, result, judge)
+    if args.json:
+        print(json.dumps({k: v for k, v in result.to_json().items() if k in ("case", "problems", "rubric", "heldout")}
+                         | {"admitted": None}, indent=2))  # fmt: skip
+    else:
+        out.print(_rubric_line(result.rubric))
+        if case.rubric is not None:
+            out.print(escape(summary_line(result.heldout)), highlight=False)
+        for problem in result.problems:
+            out.print(f"  - {escape(problem)}")
+    return 1 if result.problems else 0
 
 
 def _write_admission_record(args: argparse.Namespace, case: CaseSpec, result: Qualification) -> None:
@@ -860,6 +886,8 @@ def _print_qualification(case: CaseSpec, result: Qualification) -> None:
         out.print("\nsettings the grader forces away from the shipped config (grader/README.md):\n")
         out.print(escape(result.forced_settings), highlight=False)
     out.print(_rubric_line(result.rubric))
+    if result.rubric is not None:
+        out.print(escape(summary_line(result.heldout)), highlight=False)
     verdict = "[green]admitted[/]" if result.admitted else "[red]refused[/]"
     out.print(f"{verdict} in {result.seconds:.0f} s")
     for problem in result.problems:
@@ -1000,6 +1028,10 @@ def _grade_batch(args: argparse.Namespace, layout: RunLayout, plan: BatchPlan) -
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     out_dir = args.out or args.run_dir / "leaderboard"
+    if (judge := _judge(args)) is not None:  # the milestone tables come from this judge's adjudications
+        layout = RunLayout(args.run_dir)
+        with _progress(f"judging diagnosis statements with {judge.identity}"):
+            adjudicate_batch(layout, load_plan(layout), judge=judge)
     written = render_leaderboard(args.run_dir, out_dir, title=args.title)
     if args.json:
         print(json.dumps({"out": str(out_dir), "files": [str(p) for p in written]}, indent=2))
@@ -1108,7 +1140,11 @@ def _print_grades(grades: RunGrades) -> None:
 
 def _print_milestones(diagnosis: dict[str, Any]) -> None:
     judge = diagnosis.get("judge")
-    table = Table(title=f"milestones ({escape(judge)} judge)" if judge else "milestones (no diagnosis rubric)")
+    title = f"milestones ({escape(judge)} judge; {_heldout_recall(diagnosis)})" if judge else "milestones (no rubric)"
+    table = Table(title=title)
+    if judge == RubricJudge.identity:
+        table.caption = ("the deterministic rubric judge can miss a correct statement: its milestone times are upper "
+                         "bounds (a missed statement delays a milestone)")  # fmt: skip
     for column in ("milestone", "raw s", "adjusted s", "turn", "step", "tokens", "solver dev-s", "what was said"):
         table.add_column(column)
     for name in MILESTONES:
@@ -1127,6 +1163,17 @@ def _print_milestones(diagnosis: dict[str, Any]) -> None:
     steps = f", {scope['steps']} updates trained" if scope.get("steps") is not None else ""
     out.print(f"validation: {scope['jobs']} job(s), {scope['device_seconds']:.1f} device-s, "
               f"{scope['distinct_commands']} distinct command(s), ranks {scope['ranks'] or '—'}{steps}")  # fmt: skip
+
+
+def _heldout_recall(diagnosis: dict[str, Any]) -> str:
+    """``held-out recall 83%`` (or why there is none) for a milestone table's title."""
+    found = diagnosis.get("judge_heldout")
+    if not isinstance(found, dict):
+        return "no held-out set"
+    if "error" in found:
+        return "held-out set unusable"
+    recall = found.get("recall")
+    return f"held-out recall {recall:.0%}" if isinstance(recall, float) else "held-out recall —"
 
 
 def _short(path: Path) -> str:
