@@ -491,3 +491,47 @@ def test_a_conversation_on_the_ddp_case_reaches_every_milestone(
     assert diagnosis["symptom_jobs"] == [probe_step]  # the pipeline's own output shows no per-rank counts
     assert 0 < m["runtime_supported_diagnosis"]["tokens_low"] < m["runtime_supported_diagnosis"]["tokens_high"]
     assert diagnosis["validation"]["jobs"] == 2 and diagnosis["validation"]["steps"] is not None
+
+
+ISSUE_22_CONFIRMATION = (
+    "the ranks hold different numbers of valid response tokens in the same step, so averaging per-rank token means "
+    "does not give the global token mean; the per-rank normalisation is the cause"
+)
+
+
+def test_the_issue_22_ddp_conversation_reaches_every_diagnosis_milestone(
+    judgements: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent states the DDP mechanism after reading the loss, runs its own per-rank token-count
+    probe (the symptom detector marks that job) and then says the issue's sentence: all three
+    diagnosis milestones, the runtime-supported one at that sentence."""
+    monkeypatch.setattr("gym_trainfail.diagnosis.milestones.judge_heldout", lambda rubric, judge: None)  # not read here
+    rubric = get_case("TrainFail/DDPTokenAverage-v0").rubric
+    assert rubric is not None
+    assert RubricJudge().judge(ISSUE_22_CONFIRMATION, rubric).correct is True
+    mechanism = (
+        "response_token_loss takes the mean over each micro-batch's own response tokens, so every rank normalises "
+        "by its local count and num_items_in_batch is ignored. The ranks hold different numbers of response tokens, "
+        "so DDP's averaged gradient is a mean of per-rank means, not the global token mean."
+    )
+    probe_output = "rank 0 step 0: valid_tokens=41\nrank 1 step 0: valid_tokens=63\n"
+    events = _ledger(
+        tmp_path / "run",
+        [
+            {"event": "reset", "t": 0.0},
+            _step(1, "read_file", 1.0, 2.0, path="sft/losses.py"),
+            {"event": "message", "t": 3.0, "role": "assistant", "kind": "message", "text": mechanism},
+            _step(2, "write_file", 4.0, 5.0, path="outputs/count_tokens.py", content="..."),
+            {"event": "device", "t": 20.0, "role": "solver", "devices": 2, "queued_at": 6.0, "started_at": 6.0,
+             "released_at": 20.0, "device_seconds": 28.0},
+            _step(3, "run_job", 6.0, 20.0, command="torchrun --nproc_per_node 2 outputs/count_tokens.py", devices=2),
+            {"event": "message", "t": 21.0, "role": "assistant", "kind": "message", "text": ISSUE_22_CONFIRMATION},
+        ],
+        {1: "def response_token_loss(logits, labels): ...", 3: probe_output},
+    )  # fmt: skip
+    found = diagnose(tmp_path / "run", events, rubric, arm="control", first_valid_at=None)
+    m = found["milestones"]
+    assert found["symptom_jobs"] == [3] and found["statements"]["correct"] == 2
+    assert m["pre_run_hypothesis"]["raw_s"] == m["source_supported_diagnosis"]["raw_s"] == 3.0
+    assert m["runtime_supported_diagnosis"]["raw_s"] == 21.0
+    assert "does not give the global" in m["runtime_supported_diagnosis"]["excerpt"]  # the quoted evidence
