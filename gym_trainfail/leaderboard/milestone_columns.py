@@ -10,14 +10,14 @@ the three rubric milestones (``rubric_judged`` false).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gym_trainfail.diagnosis.engagement import LEVELS
 from gym_trainfail.diagnosis.milestones import LABELS as MILESTONE_LABELS
 from gym_trainfail.diagnosis.milestones import MILESTONES
 
-__all__ = ["ENGAGEMENT_LEVELS", "MILESTONES", "MILESTONE_LABELS", "column", "diagnosis_columns", "timed"]
+__all__ = ["ENGAGEMENT_LEVELS", "MILESTONES", "MILESTONE_LABELS", "column", "diagnosis_columns", "judge_label", "timed"]
 
 #: The milestones only a rubric judge can find (the agent's stated diagnosis).
 RUBRIC_MILESTONES = MILESTONES[:3]
@@ -46,6 +46,9 @@ def diagnosis_columns(adjudication: Mapping[str, Any]) -> dict[str, Any]:
     diagnosis: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     milestones = diagnosis.get("milestones") or {}
     row: dict[str, Any] = {"diagnosed": diagnosed, "rubric_judged": diagnosis.get("rubric") is not None}
+    heldout = diagnosis.get("judge_heldout")
+    row["judge"] = diagnosis.get("judge")
+    row["judge_heldout_recall"] = heldout.get("recall") if isinstance(heldout, Mapping) else None
     for name in MILESTONES:
         reached = milestones.get(name) or {}
         for suffix, key in MEASURES.items():
@@ -64,3 +67,17 @@ def diagnosis_columns(adjudication: Mapping[str, Any]) -> dict[str, Any]:
 def timed(row: Mapping[str, Any], milestone: str) -> bool:
     """Whether the episode row could have reached ``milestone`` (it has the data to time it)."""
     return bool(row["diagnosed"] and (row["rubric_judged"] or milestone not in RUBRIC_MILESTONES))
+
+
+def judge_label(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Which judge found the rows' diagnosis milestones and its held-out recall, e.g.
+    ``rubric judge (held-out recall 83%; times are upper bounds)``."""
+    found = sorted({(str(r["judge"]), r.get("judge_heldout_recall")) for r in rows if r.get("judge")}, key=str)
+    if not found:
+        return "no judge (no rubric)"
+    labels = []
+    for judge, recall in found:
+        held = f"held-out recall {recall:.0%}" if isinstance(recall, float) else "no held-out set"
+        bound = "; times are upper bounds" if judge == "rubric" else ""
+        labels.append(f"{judge} judge ({held}{bound})")
+    return ", ".join(labels)

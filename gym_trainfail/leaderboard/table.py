@@ -19,7 +19,14 @@ from gym_trainfail.batch.layout import RunLayout
 from gym_trainfail.batch.plan import BatchPlan, load_plan
 from gym_trainfail.batch.status import read_status
 from gym_trainfail.errors import TrainFailError
-from gym_trainfail.leaderboard.milestone_columns import ENGAGEMENT_LEVELS, MILESTONES, column, diagnosis_columns, timed
+from gym_trainfail.leaderboard.milestone_columns import (
+    ENGAGEMENT_LEVELS,
+    MILESTONES,
+    column,
+    diagnosis_columns,
+    judge_label,
+    timed,
+)
 from gym_trainfail.leaderboard.stats import bootstrap_ci, mcnemar_exact, small_n_warning
 
 CONTROL, TREATMENT = "control", "traincheck"
@@ -189,7 +196,8 @@ def milestone_rows(batch: Batch) -> list[dict[str, Any]]:
             graded = [r for r in batch.episodes if (r["case"], r["agent"]) == (case, agent) and r["graded"]]
             groups = _arm_groups(graded, batch.plan.spec.arms)
             for milestone, measure in MILESTONE_MEASURES:
-                row: dict[str, Any] = {"case": case, "agent": agent, "milestone": milestone, "measure": measure}
+                row: dict[str, Any] = {"case": case, "agent": agent, "milestone": milestone, "measure": measure,
+                                       "judge": judge_label(graded)}  # fmt: skip
                 for name, members in groups.items():
                     judged = [r for r in members if timed(r, milestone)]
                     values = [r[column(milestone, measure)] for r in judged]

@@ -68,7 +68,7 @@ def _engagement(counts: Mapping[str, int]) -> str:
 
 
 #: Milestone-table keys that are not arm groups.
-_MILESTONE_KEYS = ("case", "agent", "milestone", "measure")
+_MILESTONE_KEYS = ("case", "agent", "milestone", "measure", "judge")
 _GROUP_LABELS = {ACTIVATED: "traincheck (activated)", NOT_ACTIVATED: "traincheck (not activated)"}
 _MEASURE_LABELS = {"raw_s": "raw s", "adjusted_s": "adjusted s", "solver_dev_s": "solver device-s"}
 
@@ -96,7 +96,9 @@ def _milestone_view(rows: Sequence[Mapping[str, Any]]) -> View:
         label = f"through {MILESTONE_LABELS[r['milestone']]}" if cost else MILESTONE_LABELS[r["milestone"]]
         cells.append((label, measure, *line))
     note = (
-        "Seconds from the episode's start to each milestone the rubric judge found, and the cost through the "
+        f"Judge: {rows[0].get('judge', 'rubric')}. A rubric judge's times are upper bounds: a correct statement it "
+        "misses delays the milestone. "
+        "Seconds from the episode's start to each milestone the judge found, and the cost through the "
         "first valid submission: mean ± sd [min–max] over the graded episodes that reached it (n/N reached; N: "
         "graded episodes with a diagnosis, and a rubric for the three diagnosis milestones). Tokens are a range "
         "from completed-turn counters (never interpolated). The TrainCheck arm is also split by whether "
