@@ -353,3 +353,22 @@ def test_a_study_traincheck_episode_on_ddp_is_activated(tmp_path: Path, trainche
     engagement = report["diagnosis"]["engagement"]
     assert engagement["level"] in ("activated", "acted"), engagement
     assert {"manual", "activated"} <= set(engagement["evidence"])
+
+
+def test_the_manual_stays_neutral() -> None:
+    """The TrainCheck manual is general: it names no case, no culprit file and no case's workspace
+    package (what the reach runs taught goes in as general advice)."""
+    from gym_trainfail.registry import default_registry
+
+    manual = (REPO / "containers" / "runtime" / "traincheck" / "MANUAL.md").read_text()
+    for case in default_registry():
+        words = {case.id, case.name, case.root.name}
+        if case.rubric is not None:
+            for culprit in case.rubric.culprits:
+                words |= {
+                    culprit.path,
+                    culprit.path.split("/")[0] + "/",
+                    culprit.path.removesuffix(".py").replace("/", "."),
+                }
+        found = sorted(w for w in words if w in manual)
+        assert not found, f"the manual names {found} of {case.id}"

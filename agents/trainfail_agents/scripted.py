@@ -228,7 +228,8 @@ class StudyTraincheckAgent(StudyAgent):
         pointed = self._traincheck(inner, talk, spec)
         if pointed is None:  # the episode ended (budget) during the workflow
             return 0.0
-        cleanup = f"rm -rf -- {TC_DIR} '{_tc_entry(spec)}' '{_instrumented(spec)}'"
+        # the manual's clean-up: copies, launchers, traces and the tools' logs in the working folder
+        cleanup = f"rm -rf -- {TC_DIR} '{_tc_entry(spec)}' '{_instrumented(spec)}' traincheck_*.log"
         observation_, done = _step(talk, ("shell", {"command": cleanup}))
         if done:
             return 0.0
@@ -256,7 +257,15 @@ class StudyTraincheckAgent(StudyAgent):
             ("write_file", {"path": f"{TC_DIR}/{name}", "content": (spec.folder / name).read_text(encoding="utf-8")})
             for name in spec.files
         ]
-        prepare.append(("shell", {"command": f"sed '/^from __future__ import/d' {entry} > {tc_entry}"}))
+        prepare.append(
+            (
+                "shell",
+                {
+                    "command": f"sed '/^from __future__ import/d' {entry} > {tc_entry} && "
+                    f'sed -i \'0,/^"""/s//__doc__ = """/\' {tc_entry}'
+                },
+            )
+        )
         if spec.setup:
             prepare.append(("shell", {"command": spec.setup.replace(".reach/", f"{TC_DIR}/"), "timeout_s": 600}))
         for role in ("trusted", "failing"):
