@@ -10,8 +10,9 @@ A phrasing's match is an assertion unless
 - a denial follows it in its clause ("… is not the cause", "… is harmless", "ruled out");
 - a later withdrawal takes it back ("Edit: scratch that", "I was wrong", "that's not it", a
   reported claim followed by "it is false"): a withdrawal cancels every match before the end of
-  its clause, except that a withdrawal whose sentence names a known wrong explanation only
-  cancels wrong explanations ("I was wrong to blame the learning rate").
+  its clause, except that a withdrawal naming a known wrong explanation as what it takes back
+  only cancels wrong explanations ("I was wrong to blame the learning rate", "my guess that
+  padding is counted was wrong"; not "scratch that, <a new claim>").
 
 Matching runs over three views of the statement with the same offsets back into it: as written,
 without markup (backticks, brackets, asterisks, quotes; whitespace runs collapsed), and with code
@@ -87,6 +88,12 @@ WITHDRAWAL = re.compile(
 #: Where a withdrawal's reach ends (matches before this point in its clause are taken back).
 WITHDRAWAL_END = re.compile(r"[;!?\n]|[.:](?=\s|$)|\s[-–—]+\s")
 SENTENCE_BREAK = re.compile(r"[!?\n]|[.](?=\s|$)")
+#: What follows a withdrawal that names what it takes back ("… to blame X", "… about X").
+WITHDRAWN_OBJECT = re.compile(
+    r"\s+(?:earlier\s+|before\s+|initially\s+|at\s+first\s+)?(?:about|on|to\s+(?:blame|suspect|think|say|assume|"
+    r"call|point\s+at|guess)|when\s+i|in\s+(?:blaming|suspecting|thinking|saying))\b",
+    re.IGNORECASE,
+)
 #: Characters that are markup, not words.
 MARKUP = frozenset('`*[]{}()<>"|#“”')
 
@@ -216,17 +223,20 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
     for match in WITHDRAWAL.finditer(statement):
         stop = WITHDRAWAL_END.search(statement, match.end())
         reach = stop.start() if stop else len(statement)
-        sentence = _sentence(statement, match.start())
-        wrong_only = any(p.search(sentence) for p in wrong_patterns)
+        target = _target(statement, match, reach)
+        wrong_only = any(p.search(target) for p in wrong_patterns)
         found.append(Withdrawal(match.start(), reach, wrong_only))
     return found
 
 
-def _sentence(text: str, at: int) -> str:
-    starts = [m.end() for m in SENTENCE_BREAK.finditer(text, 0, at)]
+def _target(text: str, match: re.Match[str], reach: int) -> str:
+    """What a withdrawal names as withdrawn: its sentence up to it ("my guess that X was wrong"),
+    and what follows it when it says so ("I was wrong to blame X", "… about X"); not a new claim
+    after it ("scratch that, X")."""
+    starts = [m.end() for m in SENTENCE_BREAK.finditer(text, 0, match.start())]
     begin = starts[-1] if starts else 0
-    stop = SENTENCE_BREAK.search(text, at)
-    return text[begin : stop.start() if stop else len(text)]
+    end = reach if WITHDRAWN_OBJECT.match(text, match.end()) else match.end()
+    return text[begin:end]
 
 
 def withdrawn(assertion: Assertion, taken_back: Sequence[Withdrawal], *, wrong: bool) -> bool:
