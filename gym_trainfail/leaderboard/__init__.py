@@ -1,6 +1,7 @@
-"""Leaderboards from batch runs: JSONL/CSV tables, a Markdown page and a static HTML page with
-inline SVG plots, all computed from the batch's adjudications (see :mod:`gym_trainfail.batch`),
-including their rubric milestones and the paired comparison's intervals and tests.
+"""Leaderboards from batch runs: JSONL/CSV tables, a Markdown page, a static HTML page (sortable
+tables, inline figures) and the figures as SVG and PNG (matplotlib, the ``leaderboard`` extra), all
+computed from the batch's adjudications (see :mod:`gym_trainfail.batch`), including their rubric
+milestones, bootstrap intervals and the paired comparison's tests.
 """
 
 from __future__ import annotations

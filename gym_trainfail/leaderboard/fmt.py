@@ -79,3 +79,23 @@ def token_range(low: Mapping[str, Any], high: Mapping[str, Any]) -> str:
     else:
         text = f"low {spread(low, 0)}; high {spread(high, 0)}"
     return f"{text} ({low['n']}/{low['of']} reached)"
+
+
+def share_interval(value: float | None, interval: Mapping[str, Any] | None) -> str:
+    """``50% [0–100]`` (a share and its interval, in percent), ``100%`` when the interval is a point."""
+    if value is None:
+        return "—"
+    low, high = (interval or {}).get("low"), (interval or {}).get("high")
+    if low is None or high is None or low == high:
+        return f"{value * 100:.0f}%"
+    return f"{value * 100:.0f}% [{low * 100:.0f}–{high * 100:.0f}]"
+
+
+def mean_interval(value: float | None, interval: Mapping[str, Any] | None, digits: int = 1) -> str:
+    """``46.4 [39.2–53.6]`` (a mean and its interval), the mean alone without one."""
+    if value is None:
+        return "—"
+    low, high = (interval or {}).get("low"), (interval or {}).get("high")
+    if low is None or high is None:
+        return number(value, digits)
+    return f"{number(value, digits)} [{number(low, digits)}–{number(high, digits)}]"

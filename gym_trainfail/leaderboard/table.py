@@ -55,9 +55,10 @@ class Spread:
 
 @dataclass(frozen=True)
 class Batch:
-    """Everything a leaderboard needs from a run directory."""
+    """Everything a leaderboard needs from a run directory (``source``), or from a rendered
+    leaderboard read back (see :mod:`~gym_trainfail.leaderboard.board`)."""
 
-    layout: RunLayout
+    source: Path
     plan: BatchPlan
     episodes: tuple[dict[str, Any], ...]
     gave_up: tuple[dict[str, Any], ...]
@@ -83,7 +84,7 @@ def load_batch(run_dir: Path) -> Batch:
     if not rows and not gave_up:
         raise TrainFailError(f"{run_dir} has no adjudicated episodes yet; run `trainfail batch --out {run_dir}` first")
     grading = json.loads(layout.grading_report.read_text()) if layout.grading_report.exists() else {}
-    return Batch(layout, plan, tuple(rows), tuple(gave_up), grading)
+    return Batch(run_dir, plan, tuple(rows), tuple(gave_up), grading)
 
 
 def episode_row(adjudication: Mapping[str, Any]) -> dict[str, Any]:

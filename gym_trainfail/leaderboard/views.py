@@ -13,14 +13,81 @@ from gym_trainfail.leaderboard.table import ACTIVATED, NOT_ACTIVATED
 
 
 @dataclass(frozen=True)
+class Cell:
+    """A table cell with more than text: the number it sorts by, and a warning shown beside it."""
+
+    text: str
+    sort: float | None = None
+    warning: str | None = None
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
 class View:
     """A titled table of text cells; footnotes (warnings) are shown under it."""
 
     title: str
     note: str
     headers: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
+    rows: tuple[tuple[str | Cell, ...], ...]
     footnotes: tuple[str, ...] = ()
+
+
+#: What the compact table's warning mark means.
+SMALL_N_NOTE = f"⚠ small n: fewer than {SMALL_N} episodes behind the number it follows, so its interval says little"
+
+
+def compact_view(rows: Sequence[Mapping[str, Any]]) -> View:
+    """Per case × arm × agent, the columns a reader compares: episodes, pass rate and first-valid
+    cost with their 95 % bootstrap intervals, TrainCheck engagement; small samples marked."""
+    headers = ("case", "arm", "agent", "n", "pass rate [95% CI]", "first valid: adjusted s [95% CI]", "tokens",
+               "solver device-s", "TrainCheck engagement")  # fmt: skip
+    cells = tuple(
+        (
+            fmt.short_case(r["case"]),
+            r["arm"],
+            r["agent"],
+            Cell(str(r["graded"]) + (f" (+{r['gave_up']} gave up)" if r["gave_up"] else ""), r["graded"]),
+            Cell(fmt.share_interval(r["pass_rate"], r.get("ci_pass_rate")), r["pass_rate"], _small(r["graded"])),
+            _first_valid(r),
+            Cell(fmt.number(r["first_valid_tokens"]["mean"], 0), r["first_valid_tokens"]["mean"]),
+            Cell(fmt.number(r["first_valid_solver_dev_s"]["mean"]), r["first_valid_solver_dev_s"]["mean"]),
+            _engagement_cell(r),
+        )
+        for r in rows
+    )
+    note = (
+        "n: graded episodes (pass rates are over them). First-valid columns are the cost up to the first "
+        "revision that passes every private scenario, mean over the episodes that reached one. Intervals: "
+        "95% percentile bootstrap of the mean (10,000 resamples). Click a column's header to sort by it. "
+        "Every column is in the full table below."
+    )
+    flagged = any(isinstance(c, Cell) and c.warning for row in cells for c in row)
+    return View("Per case × arm × agent", note, headers, cells, (SMALL_N_NOTE,) if flagged else ())
+
+
+def _small(n: int) -> str | None:
+    """The warning beside a number computed from ``n`` (1 ≤ n < SMALL_N) episodes."""
+    return f"only {n} episode(s) behind it, fewer than {SMALL_N}" if 0 < n < SMALL_N else None
+
+
+def _first_valid(r: Mapping[str, Any]) -> Cell:
+    spread = r["first_valid_adjusted_s"]
+    text = (
+        fmt.number(spread["mean"])
+        if spread["n"] < 2
+        else fmt.mean_interval(spread["mean"], r.get("ci_first_valid_adjusted_s"))
+    )
+    return Cell(text, spread["mean"], _small(spread["n"]))
+
+
+def _engagement_cell(r: Mapping[str, Any]) -> Cell:
+    counts = r["engagement"]
+    judged = sum(counts.values())
+    rank = sum(ENGAGEMENT_LEVELS.index(level) * n for level, n in counts.items()) / judged if judged else None
+    return Cell(_engagement(counts), rank)
 
 
 def summary_view(rows: Sequence[Mapping[str, Any]]) -> View:
@@ -143,7 +210,11 @@ def paired_view(rows: Sequence[Mapping[str, Any]]) -> View:
         "95% percentile bootstrap of the mean paired difference (10,000 resamples), over pairs where both "
         "trials solved the case. Activated: the rubric judged TrainCheck activated (or acted on)."
     )
-    warnings = tuple(f"{fmt.short_case(r['case'])} · {r['agent']}: {r['warning']}" for r in rows if r["warning"])
+    named: dict[str, list[str]] = {}  # one line per warning, naming every comparison it concerns
+    for r in rows:
+        if r["warning"]:
+            named.setdefault(r["warning"], []).append(f"{fmt.short_case(r['case'])} · {r['agent']}")
+    warnings = tuple(f"{', '.join(names)}: {warning}" for warning, names in named.items())
     return View("Paired comparison: control vs. TrainCheck", note, headers, cells, warnings)
 
 
@@ -201,7 +272,9 @@ def totals_lines(totals: Mapping[str, Any]) -> list[str]:
         f"{totals['episodes']} episodes adjudicated, {totals['gave_up']} gave up after infrastructure failures "
         f"(left out of every rate), {totals['ungraded']} with incomplete grading.",
         f"{totals['revisions']} submitted revisions, {totals['unique_trees']} distinct trees graded "
-        "(deduplicated by tree hash across the batch).",
+        "(deduplicated by tree hash across the batch)."
+        if totals["revisions"] is not None
+        else "No grading report: revisions and distinct trees graded are unknown.",
         f"Solver device-seconds: {fmt.number(totals['solver_device_seconds'])}; grader device-seconds: "
         f"{fmt.number(totals['grader_device_seconds'])} "
         f"({fmt.number(totals['grader_device_seconds_without_dedup'])} if every revision were graded separately).",
