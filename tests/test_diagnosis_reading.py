@@ -63,6 +63,8 @@ def _judge(statement: str) -> bool | None:
         # a retracted wrong guess, then the mechanism
         "I first blamed a memory leak. I was wrong. The planner misses the head: three buffers, and the "
         "checkpoint inputs stay live.",
+        # a line break inside a sentence is not a conditional's sentence start
+        "The planner misses the head: three buffers\nwere live and the checkpoint inputs stay live.",
         # a withdrawal aimed at a wrong explanation leaves the mechanism standing
         "The planner misses the head: three buffers, and the checkpoint inputs stay live. I was wrong earlier "
         "to suspect a memory leak.",
@@ -91,6 +93,9 @@ def test_correct_statements_in_natural_wordings(statement: str) -> None:
         CORRECT + " The root cause is a memory leak.",
         # only two of three concepts
         "The planner misses the head; three buffers.",
+        # only supposed, or still to be checked
+        "If the planner missed the head, three buffers and live checkpoint inputs would explain it.",
+        "Next I'll check whether the planner misses the head; three buffers; checkpoint inputs stay live.",
     ],
 )
 def test_statements_that_are_not_a_diagnosis(statement: str) -> None:

@@ -8,6 +8,8 @@ A phrasing's match is an assertion unless
   inside the match that the phrasing does not need (``README never documents 42`` under
   ``README.{0,60}42``; a phrasing written *with* its negation, ``doesn't account for``, keeps it);
 - a denial follows it in its clause ("… is not the cause", "… is harmless", "ruled out");
+- it only supposes: a conditional sentence with a modal ("If X were …, Y would …") or a question
+  the agent means to check ("check whether X");
 - a later withdrawal takes it back ("Edit: scratch that", "I was wrong", "that's not it", a
   reported claim followed by "it is false"): a withdrawal cancels every match before the end of
   its clause, except that a withdrawal naming a known wrong explanation as what it takes back
@@ -88,6 +90,15 @@ WITHDRAWAL = re.compile(
 #: Where a withdrawal's reach ends (matches before this point in its clause are taken back).
 WITHDRAWAL_END = re.compile(r"[;!?\n]|[.:](?=\s|$)|\s[-–—]+\s")
 SENTENCE_BREAK = re.compile(r"[!?\n]|[.](?=\s|$)")
+#: A sentence that only supposes ("If …, … would", "Suppose …").
+CONDITIONAL = re.compile(r"\W*(?:if|suppose|supposing|assuming|imagine|hypothetically)\b", re.IGNORECASE)
+#: Where a sentence ends for :data:`CONDITIONAL` (a line break inside a paragraph does not end it).
+PROSE_SENTENCE_END = re.compile(r"[!?]|[.](?=\s|$)|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
+MODAL = re.compile(r"\b(?:were|would|could|might)\b", re.IGNORECASE)
+#: What the agent still has to find out ("check whether …").
+OPEN_QUESTION = re.compile(
+    r"\b(?:check|verify|test|see|confirm|find\s+out|determine)\w*\s+(?:whether|if)\b", re.IGNORECASE
+)
 #: What follows a withdrawal that names what it takes back ("… to blame X", "… about X").
 WITHDRAWN_OBJECT = re.compile(
     r"\s+(?:earlier\s+|before\s+|initially\s+|at\s+first\s+)?(?:about|on|to\s+(?:blame|suspect|think|say|assume|"
@@ -172,6 +183,8 @@ def assertions(patterns: Sequence[re.Pattern[str]], view: View, *, wrong: bool) 
                 continue
             if not wrong and _denied_after(view.text, match.end()):
                 continue
+            if _hypothetical(view.text, match.start()):
+                continue
             start, end = view.span(match.start(), match.end())
             found.append(Assertion(start, end))
     return sorted(found, key=lambda a: a.start)
@@ -199,6 +212,19 @@ def _negated_inside(pattern: re.Pattern[str], match: re.Match[str], *, wrong: bo
         if all(m.start() < negation.end() and negation.start() < m.end() for m in again):
             return True
     return False
+
+
+def _hypothetical(text: str, at: int) -> bool:
+    """Whether the match at ``at`` sits in a conditional sentence ("If X were …, Y would …") or in
+    a question the agent means to check ("check whether X")."""
+    starts = [m.end() for m in PROSE_SENTENCE_END.finditer(text, 0, at)]
+    begin = starts[-1] if starts else 0
+    stop = PROSE_SENTENCE_END.search(text, at)
+    sentence = text[begin : stop.start() if stop else len(text)]
+    if CONDITIONAL.match(sentence) and MODAL.search(sentence):
+        return True
+    breaks = list(CLAUSE_BREAK.finditer(text, begin, at))
+    return bool(OPEN_QUESTION.search(text, breaks[-1].end() if breaks else begin, at))
 
 
 def _denied_after(text: str, end: int) -> bool:
