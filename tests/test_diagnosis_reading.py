@@ -63,6 +63,8 @@ def _judge(statement: str) -> bool | None:
         # a retracted wrong guess, then the mechanism
         "I first blamed a memory leak. I was wrong. The planner misses the head: three buffers, and the "
         "checkpoint inputs stay live.",
+        # a refutation of a claim in its own sentence leaves the earlier mechanism standing
+        CORRECT + " I also checked the allocator settings, they look right, so that's not it.",
         # a line break inside a sentence is not a conditional's sentence start
         "The planner misses the head: three buffers\nwere live and the checkpoint inputs stay live.",
         # a withdrawal aimed at a wrong explanation leaves the mechanism standing
@@ -87,6 +89,8 @@ def test_correct_statements_in_natural_wordings(statement: str) -> None:
         CORRECT + " Edit: scratch that, the probe contradicts it.",
         CORRECT + " Actually, I was wrong.",
         CORRECT + " On reflection, that's not it.",
+        CORRECT + " Update: the probe contradicts this.",
+        CORRECT + " That is not it.",
         f'A teammate\'s note claims: "{CORRECT}" It is false.',
         CORRECT + " Never mind, the peak is in the forward.",
         # a known wrong explanation asserted beside the mechanism

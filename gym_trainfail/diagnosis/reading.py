@@ -12,9 +12,10 @@ A phrasing's match is an assertion unless
   the agent means to check ("check whether X");
 - a later withdrawal takes it back ("Edit: scratch that", "I was wrong", "that's not it", a
   reported claim followed by "it is false"): a withdrawal cancels every match before the end of
-  its clause, except that a withdrawal naming a known wrong explanation as what it takes back
-  only cancels wrong explanations ("I was wrong to blame the learning rate", "my guess that
-  padding is counted was wrong"; not "scratch that, <a new claim>").
+  its clause. A refutation such as "that's not it" after a claim in its own sentence ("padding
+  is masked, so that's not it") cancels only that sentence; a withdrawal naming a known wrong
+  explanation as what it takes back only cancels wrong explanations ("I was wrong to blame the
+  learning rate", "my guess that padding is counted was wrong"; not "scratch that, <new claim>").
 
 Matching runs over three views of the statement with the same offsets back into it: as written,
 without markup (backticks, brackets, asterisks, quotes; whitespace runs collapsed), and with code
@@ -63,8 +64,8 @@ DENIAL_BREAK = re.compile(
     re.IGNORECASE,
 )
 DENIAL_REACH = 100
-#: The agent taking back what it said before.
-WITHDRAWAL = re.compile(
+#: The agent taking back everything it said before ("scratch that", "I was wrong").
+RETRACTION = re.compile(
     r"\b(?:scratch|strike|forget)\s+(?:that|this|all\s+that|the\s+above|what\s+i\s+(?:said|wrote))\b"
     r"|\b(?:disregard|ignore)\s+(?:that|this|all\s+(?:of\s+)?that|the\s+above|everything\s+above|what\s+i\s+(?:said|wrote)|"
     r"my\s+(?:earlier|previous|last|first)\b)"
@@ -72,19 +73,32 @@ WITHDRAWAL = re.compile(
     r"|\b(?:retracted|withdrawn)\s*[:.!)\]]"
     r"|\bnever\s*mind\b|\bi\s+stand\s+corrected\b|\bfalse\s+alarm\b"
     r"|\bi\s+was\s+(?:wrong|mistaken|incorrect)\b|\bi\s+(?:got|had)\s+(?:that|it|this)\s+wrong\b"
-    r"|\b(?:that's|that\s+is|that\s+was|this\s+is|this\s+was|it's|it\s+is|it\s+was)\s+not\s+it\b"
+    r"|\b(?:the\s+above|my|this|that|the)\s+(?:earlier\s+|previous\s+|first\s+|initial\s+)?(?:theory|hypothesis|"
+    r"diagnosis|explanation|analysis|reading|guess|idea|claim|conclusion|note)\s+(?:is|was)\s+(?:wrong|incorrect|false|"
+    r"mistaken|disproved|disproven|refuted|ruled\s+out|not\s+right|not\s+correct|untrue|not\s+true)\b"
+    r"|\bi\s+no\s+longer\s+(?:think|believe)\b|\bon\s+second\s+thoughts?\b|\bturn(?:s|ed)\s+out\s+to\s+be\s+wrong\b",
+    re.IGNORECASE,
+)
+#: The agent declaring something just said false ("that's not it", "it is false"): at the start of
+#: a sentence it takes back everything before; after a claim in its own sentence ("padding is
+#: masked, so that's not it") only that sentence.
+REFUTATION = re.compile(
+    r"\b(?:that's|that\s+is|that\s+was|this\s+is|this\s+was|it's|it\s+is|it\s+was)\s+not\s+it\b"
     r"|\bnot\s+it\s+after\s+all\b|\bnot\s+the\s+(?:cause|problem|culprit|issue|bug)\s+after\s+all\b"
     r"|\b(?:that's|that\s+is|that\s+was|this\s+is|this\s+was|which\s+is)\s+not\s+(?:the|our|what)\s+(?:issue|cause|problem|"
     r"culprit|bug|explanation|mechanism|failure|happening)\b"
     r"|\b(?:that's|that\s+is|that\s+was|it's|it\s+is|it\s+was|this\s+is|this\s+was|which\s+is|which\s+was)\s+"
     r"(?:false|untrue|not\s+true|not\s+correct|incorrect)\b"
     r"|\b(?:that's|that\s+is|that\s+was)\s+(?:wrong|mistaken)\s*(?:[.;:!,—–-]|$|after\s+all)"
-    r"|\b(?:the\s+above|my|this|that|the)\s+(?:earlier\s+|previous\s+|first\s+|initial\s+)?(?:theory|hypothesis|"
-    r"diagnosis|explanation|analysis|reading|guess|idea|claim|conclusion|note)\s+(?:is|was)\s+(?:wrong|incorrect|false|"
-    r"mistaken|disproved|disproven|refuted|ruled\s+out|not\s+right|not\s+correct|untrue|not\s+true)\b"
     r"|\b(?:contradicts|disproves|refutes|falsifies|rules\s+out)\s+(?:it|this|that|the\s+above|my\s+\w+|all\s+of\s+that)\b"
-    r"|\b(?:doesn't|does\s+not|didn't|did\s+not)\s+hold\s+(?:up|water)?\s*(?:[.;:!,—–-]|$)"
-    r"|\bi\s+no\s+longer\s+(?:think|believe)\b|\bon\s+second\s+thoughts?\b|\bturn(?:s|ed)\s+out\s+to\s+be\s+wrong\b",
+    r"|\b(?:doesn't|does\s+not|didn't|did\s+not)\s+hold\s+(?:up|water)?\s*(?:[.;:!,—–-]|$)",
+    re.IGNORECASE,
+)
+#: Words before a refutation that are not a claim of their own ("Edit:", "Update: the probe …").
+PREAMBLE = re.compile(
+    r"(?:\W|\b(?:edit|update|actually|so|but|and|hmm+|no|wait|ok(?:ay)?|well|however|on\s+reflection|in\s+fact|"
+    r"after\s+all|unfortunately|sadly|the|a|this|that|my|probe|data|run|output|numbers?|results?|test|experiment|"
+    r"check|measurement|logs?|digests?|now|then|again|new|latest|second)\b)*",
     re.IGNORECASE,
 )
 #: Where a withdrawal's reach ends (matches before this point in its clause are taken back).
@@ -241,30 +255,39 @@ class Withdrawal:
     start: int
     reach: int
     wrong_only: bool
+    #: The first offset it takes back: 0, or its sentence's start for a refutation of a claim
+    #: made in its own sentence.
+    begin: int = 0
 
 
 def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> list[Withdrawal]:
     """The statement's withdrawals, in order."""
     found = []
-    for match in WITHDRAWAL.finditer(statement):
-        stop = WITHDRAWAL_END.search(statement, match.end())
-        reach = stop.start() if stop else len(statement)
-        target = _target(statement, match, reach)
-        wrong_only = any(p.search(target) for p in wrong_patterns)
-        found.append(Withdrawal(match.start(), reach, wrong_only))
-    return found
+    for kind, regex in (("retraction", RETRACTION), ("refutation", REFUTATION)):
+        for match in regex.finditer(statement):
+            stop = WITHDRAWAL_END.search(statement, match.end())
+            reach = stop.start() if stop else len(statement)
+            target = _target(statement, match, reach)
+            wrong_only = any(p.search(target) for p in wrong_patterns)
+            begin = _sentence_start(statement, match.start())
+            local = kind == "refutation" and PREAMBLE.fullmatch(statement, begin, match.start()) is None
+            found.append(Withdrawal(match.start(), reach, wrong_only, begin if local else 0))
+    return sorted(found, key=lambda w: w.start)
 
 
 def _target(text: str, match: re.Match[str], reach: int) -> str:
     """What a withdrawal names as withdrawn: its sentence up to it ("my guess that X was wrong"),
     and what follows it when it says so ("I was wrong to blame X", "… about X"); not a new claim
     after it ("scratch that, X")."""
-    starts = [m.end() for m in SENTENCE_BREAK.finditer(text, 0, match.start())]
-    begin = starts[-1] if starts else 0
     end = reach if WITHDRAWN_OBJECT.match(text, match.end()) else match.end()
-    return text[begin:end]
+    return text[_sentence_start(text, match.start()) : end]
+
+
+def _sentence_start(text: str, at: int) -> int:
+    starts = [m.end() for m in SENTENCE_BREAK.finditer(text, 0, at)]
+    return starts[-1] if starts else 0
 
 
 def withdrawn(assertion: Assertion, taken_back: Sequence[Withdrawal], *, wrong: bool) -> bool:
     """Whether a later withdrawal takes ``assertion`` back."""
-    return any(assertion.start < w.reach and (wrong or not w.wrong_only) for w in taken_back)
+    return any(w.begin <= assertion.start < w.reach and (wrong or not w.wrong_only) for w in taken_back)
