@@ -8,6 +8,7 @@ import csv
 import importlib
 import json
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -173,8 +174,8 @@ def test_paired_comparison_pairs_trials_across_arms(tmp_path: Path) -> None:
     assert rows["traincheck"]["first_valid_adjusted_s"] == {"n": 2, "mean": 7.0, "sd": pytest.approx(2**0.5),
                                                            "min": 6.0, "max": 8.0}  # fmt: skip
     assert rows["traincheck"]["traincheck_used"] == 2
-    written = {p.name for p in render_leaderboard(layout.root, tmp_path / "board")}
-    assert "paired.csv" in written
+    written = {p.name for p in render_leaderboard(layout.root, tmp_path / "board", figures=False)}
+    assert "paired.csv" in written and not any(name.endswith((".svg", ".png")) for name in written)
     assert (
         "| Echo-v0 | noop | 2 | 50% of 2 | 100% of 2 | +50 pp | 1 | 0 |"
         in (tmp_path / "board" / "README.md").read_text()
@@ -321,7 +322,7 @@ def test_milestone_table_from_synthetic_adjudications(tmp_path: Path) -> None:
     assert -14.0 <= interval["low"] < -10.0 < interval["high"] <= -6.0
     assert pair["treatment_activated_traincheck"] == 2
 
-    render_leaderboard(layout.root, tmp_path / "board")
+    render_leaderboard(layout.root, tmp_path / "board", figures=False)  # tables only: figures are tested below
     readme = (tmp_path / "board" / "README.md").read_text()
     assert "| milestone | measure | control | traincheck | traincheck (activated) | traincheck (not activated) |" in (
         readme)  # fmt: skip
@@ -358,7 +359,7 @@ def test_episodes_without_a_diagnosis_render_dashes(tmp_path: Path) -> None:
     assert all(r["m_pre_run_hypothesis_adjusted_s"] is None and r["traincheck_activated"] is None
                for r in batch.episodes)  # fmt: skip
     assert all(r[group]["of"] == 0 for r in milestone_rows(batch) for group in ("control", "traincheck"))
-    render_leaderboard(layout.root, tmp_path / "board")
+    render_leaderboard(layout.root, tmp_path / "board", figures=False)  # tables only: figures are tested below
     readme = (tmp_path / "board" / "README.md").read_text()
     assert "| pre-run hypothesis | raw s | — | — | — | — |" in readme
     assert "| through first valid submission | tokens | — | — | — | — |" in readme
@@ -376,7 +377,7 @@ def test_small_n_warning_under_the_paired_table(tmp_path: Path, trials: int) -> 
     [pair] = paired_rows(load_batch(layout.root))
     assert pair["mcnemar_p"] == pytest.approx(mcnemar_exact(trials - 1, 0))
     assert pair["ci_delta_first_valid_adjusted_s"] == {"low": -4.0, "high": -4.0}
-    render_leaderboard(layout.root, tmp_path / "board")
+    render_leaderboard(layout.root, tmp_path / "board", figures=False)  # tables only: figures are tested below
     readme = (tmp_path / "board" / "README.md").read_text()
     page = (tmp_path / "board" / "index.html").read_text()
     warning = f"only {trials} pair(s): too few for a causal efficiency ratio"
@@ -432,10 +433,18 @@ def _activated_batch(root: Path) -> RunLayout:
     return _two_arm_batch(root, 2, make)
 
 
-def test_a_rendered_leaderboard_re_renders_to_the_same_bytes(tmp_path: Path) -> None:
-    layout = _activated_batch(tmp_path)
-    first = tmp_path / "first"
-    written = render_leaderboard(layout.root, first, title="Board")
+@pytest.fixture(scope="module")
+def activated_board(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    """The activated batch rendered (once for the module; tests that change it work on a copy)."""
+    root = tmp_path_factory.mktemp("activated")
+    board = root / "board"
+    return board, render_leaderboard(_activated_batch(root).root, board, title="Board")
+
+
+def test_a_rendered_leaderboard_re_renders_to_the_same_bytes(
+    activated_board: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    first, written = activated_board
     names = sorted(p.name for p in written)
     assert {"traincheck-activated.svg", "traincheck-activated.png", "cost-success.png", "batch.json"} <= set(names)
     again = tmp_path / "again"
@@ -466,10 +475,11 @@ def test_a_rendered_leaderboard_re_renders_to_the_same_bytes(tmp_path: Path) -> 
     ],
 )
 def test_a_tampered_leaderboard_is_refused(
-    tmp_path: Path, file: str, tamper: Callable[[dict[str, Any]], dict[str, Any]], problem: str
-) -> None:
+    activated_board: tuple[Path, list[Path]], tmp_path: Path, file: str,
+    tamper: Callable[[dict[str, Any]], dict[str, Any]], problem: str,
+) -> None:  # fmt: skip
     board = tmp_path / "board"
-    render_leaderboard(_activated_batch(tmp_path).root, board)
+    shutil.copytree(activated_board[0], board)
     path = board / file
     if file.endswith(".jsonl"):
         rows = [tamper(json.loads(line)) for line in path.read_text().splitlines()]
@@ -481,9 +491,10 @@ def test_a_tampered_leaderboard_is_refused(
     assert "render the leaderboard from the batch's run directory instead" in str(caught.value)
 
 
-def test_the_compact_table_carries_intervals_sort_keys_and_small_n_marks(tmp_path: Path) -> None:
-    board = tmp_path / "board"
-    render_leaderboard(_activated_batch(tmp_path).root, board)
+def test_the_compact_table_carries_intervals_sort_keys_and_small_n_marks(
+    activated_board: tuple[Path, list[Path]],
+) -> None:
+    board = activated_board[0]
     readme = (board / "README.md").read_text()
     # control: trial 1 passed at 11 s, trial 2 failed; two graded episodes (< 5): marked
     assert "| Echo-v0 | control | noop | 2 | 50% [0–100] ⚠ | 11 ⚠ | 110 | 5.5 | — |" in readme

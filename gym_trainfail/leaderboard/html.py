@@ -184,12 +184,14 @@ def page(
     ``folded`` behind a click each."""
     paragraphs = "\n".join(f"<p>{escape(line)}</p>" for line in intro)
     figures = "\n".join(figure(p) for p in plots)
+    if figures:
+        figures = f'<section id="figures"><h2>Figures</h2>\n{figures}\n</section>'
     sections = "\n".join([*(section(v) for v in views), *(section(v, folded=True) for v in folded)])
     return (
         "<!DOCTYPE html>\n"
         f'<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">'
         f"<title>{escape(title)}</title><style>{STYLE}</style></head>\n<body>\n<h1>{escape(title)}</h1>\n"
         f"{paragraphs}\n{summary_section(*summary)}\n"
-        f'<section id="figures"><h2>Figures</h2>\n{figures}\n</section>\n{sections}\n'
+        f"{figures}\n{sections}\n"
         f"<script>{SCRIPT}</script>\n</body></html>\n"
     )

@@ -10,7 +10,7 @@ each figure as ``.svg`` and ``.png``, drawn with matplotlib (the ``leaderboard``
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +57,10 @@ CAPTIONS = {
 }
 
 
-def render_leaderboard(source: Path, out_dir: Path, *, title: str | None = None) -> list[Path]:
+def render_leaderboard(source: Path, out_dir: Path, *, title: str | None = None, figures: bool = True) -> list[Path]:
     """Render the batch in ``source`` (a run directory or a rendered leaderboard) into ``out_dir``;
-    returns the files written, ``index.html`` last."""
+    returns the files written, ``index.html`` last. ``figures=False`` writes the tables and pages
+    without figures (and without needing matplotlib)."""
     from_board = is_board(source) and not RunLayout(source).plan.exists()
     if from_board:
         board = load_board(source)
@@ -68,7 +69,7 @@ def render_leaderboard(source: Path, out_dir: Path, *, title: str | None = None)
         batch = load_batch(source)
         heading = title or f"gym-trainfail leaderboard: {source.resolve().name}"
     try:
-        return _render(batch, out_dir, heading)
+        return _render(batch, out_dir, heading, figures)
     except KeyError as exc:
         if from_board:
             raise TrainFailError(
@@ -78,11 +79,7 @@ def render_leaderboard(source: Path, out_dir: Path, *, title: str | None = None)
         raise
 
 
-def _render(batch: Batch, out_dir: Path, heading: str) -> list[Path]:
-    # matplotlib is an optional extra: importing the drawing module here keeps the rest of
-    # `trainfail` usable without it, and says which extra to install when it is needed
-    from gym_trainfail.leaderboard import figures
-
+def _render(batch: Batch, out_dir: Path, heading: str, figures: bool) -> list[Path]:
     summary, paired, figures_totals = summary_rows(batch), paired_rows(batch), totals(batch)
     milestones = milestone_rows(batch)
     episodes = list(batch.episodes)
@@ -101,24 +98,8 @@ def _render(batch: Batch, out_dir: Path, heading: str) -> list[Path]:
         written.append(write_jsonl(out_dir / "gave-up.jsonl", list(batch.gave_up)))
     (out_dir / "totals.json").write_text(json.dumps(figures_totals, indent=2, sort_keys=True) + "\n")
     written += [out_dir / "totals.json", write_board_record(out_dir, batch, heading)]
-
-    spec = batch.plan.spec
-    cases, arms, agents = list(spec.cases), list(spec.arms), list(spec.agents)
-    palette = Palette(agents, arms)
-    draw: dict[str, Callable[[], Any]] = {
-        "pass-rate": lambda: figures.bar_chart(pass_rate_chart(summary, cases), palette),
-        "first-valid-time": lambda: figures.bar_chart(first_valid_chart(summary, cases), palette),
-        "cost-success": lambda: figures.cost_chart(cost_points(episodes), palette),
-        "milestones": lambda: figures.bar_chart(milestone_chart(milestones, cases, agents, arms), palette),
-    }
-    split = activated_chart(milestones, cases)
-    if split is not None:
-        draw["traincheck-activated"] = lambda: figures.bar_chart(split, palette)
-    plots = []
-    for name, drawing in draw.items():
-        svg, png = figures.write(out_dir, name, drawing)
-        written += [svg, png]
-        plots.append(html.Plot(name, CAPTIONS[name], svg.read_text(encoding="utf-8")))
+    plots = _draw(batch, out_dir, summary, milestones) if figures else []
+    written += [out_dir / f"{p.name}{suffix}" for p in plots for suffix in (".svg", ".png")]
 
     compact, full = compact_view(summary), summary_view(summary)
     views: list[View] = [paired_view(paired)] if paired else []
@@ -132,6 +113,33 @@ def _render(batch: Batch, out_dir: Path, heading: str) -> list[Path]:
     page = html.page(heading, intro, (compact, full), views, folded, plots)
     (out_dir / "index.html").write_text(page, encoding="utf-8")
     return [*written, out_dir / "README.md", out_dir / "index.html"]
+
+
+def _draw(
+    batch: Batch, out_dir: Path, summary: Sequence[Mapping[str, Any]], milestones: Sequence[Mapping[str, Any]]
+) -> list[html.Plot]:
+    """Every figure as SVG and PNG in ``out_dir``; the TrainCheck split only where it exists."""
+    # matplotlib is an optional extra: importing the drawing module only here keeps the rest of
+    # `trainfail` usable without it, and its import error names the extra to install
+    from gym_trainfail.leaderboard import figures
+
+    spec = batch.plan.spec
+    cases, arms, agents = list(spec.cases), list(spec.arms), list(spec.agents)
+    palette = Palette(agents, arms)
+    draw: dict[str, Callable[[], Any]] = {
+        "pass-rate": lambda: figures.bar_chart(pass_rate_chart(summary, cases), palette),
+        "first-valid-time": lambda: figures.bar_chart(first_valid_chart(summary, cases), palette),
+        "cost-success": lambda: figures.cost_chart(cost_points(batch.episodes), palette),
+        "milestones": lambda: figures.bar_chart(milestone_chart(milestones, cases, agents, arms), palette),
+    }
+    split = activated_chart(milestones, cases)
+    if split is not None:
+        draw["traincheck-activated"] = lambda: figures.bar_chart(split, palette)
+    plots = []
+    for name, drawing in draw.items():
+        svg, _ = figures.write(out_dir, name, drawing)
+        plots.append(html.Plot(name, CAPTIONS[name], svg.read_text(encoding="utf-8")))
+    return plots
 
 
 def _describe(batch: Batch) -> str:
