@@ -1,0 +1,1 @@
+"""Tensor-parallel bf16 training of the residual MLP emulator."""
