@@ -35,7 +35,7 @@ from gym_trainfail.grading import Receipt
 from gym_trainfail.leaderboard import load_batch, milestone_rows, paired_rows, render_leaderboard, summary_rows
 from gym_trainfail.leaderboard.board import load_board
 from gym_trainfail.leaderboard.colours import PAIRS, Palette
-from gym_trainfail.leaderboard.milestone_columns import ENGAGEMENT_LEVELS, MILESTONES
+from gym_trainfail.leaderboard.milestone_columns import ENGAGEMENT_LEVELS, MILESTONES, judge_label
 from gym_trainfail.leaderboard.plots import Bar, Point, milestone_chart, pareto_front
 from gym_trainfail.leaderboard.stats import SMALL_N, bootstrap_ci, mcnemar_exact, small_n_warning
 from gym_trainfail.ledger import read_events, summarize
@@ -489,6 +489,11 @@ def test_a_tampered_leaderboard_is_refused(
     with pytest.raises(TrainFailError, match=re.escape(problem)) as caught:
         render_leaderboard(board, tmp_path / "again")
     assert "render the leaderboard from the batch's run directory instead" in str(caught.value)
+
+
+def test_rows_from_before_the_judge_column_say_the_judge_is_not_recorded() -> None:
+    assert judge_label([{"diagnosed": True}, {"diagnosed": False}]) == "judge not recorded"
+    assert judge_label([{"judge": None}]) == "no judge (no rubric)"
 
 
 def test_the_compact_table_carries_intervals_sort_keys_and_small_n_marks(

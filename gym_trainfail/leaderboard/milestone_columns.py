@@ -73,6 +73,8 @@ def judge_label(rows: Sequence[Mapping[str, Any]]) -> str:
     """Which judge found the rows' diagnosis milestones and its held-out recall, e.g.
     ``rubric judge (held-out recall 83%; times are upper bounds)``."""
     found = sorted({(str(r["judge"]), r.get("judge_heldout_recall")) for r in rows if r.get("judge")}, key=str)
+    if rows and not any("judge" in r for r in rows):  # rows read back from a leaderboard made before this column
+        return "judge not recorded"
     if not found:
         return "no judge (no rubric)"
     labels = []
