@@ -60,6 +60,9 @@ def _judge(statement: str) -> bool | None:
         "inputs stay live.",
         # one "not" must not cancel the next clause (comma and dash are clause breaks)
         "It is not a memory leak, the planner misses the head — three buffers — and checkpoint inputs stay live.",
+        # an earlier wrong belief reported, then the mechanism
+        "My first guess was a memory leak, but the planner misses the head: three buffers; checkpoint inputs stay "
+        "live.",
         # a retracted wrong guess, then the mechanism
         "I first blamed a memory leak. I was wrong. The planner misses the head: three buffers, and the "
         "checkpoint inputs stay live.",
@@ -91,6 +94,10 @@ def test_correct_statements_in_natural_wordings(statement: str) -> None:
         CORRECT + " On reflection, that's not it.",
         CORRECT + " Update: the probe contradicts this.",
         CORRECT + " That is not it.",
+        CORRECT + " No wait, I misread the trace.",
+        # an earlier belief reported, then dropped
+        "Correction: earlier I said the planner misses the head, three buffers, checkpoint inputs stay live - it is "
+        "priced after all.",
         f'A teammate\'s note claims: "{CORRECT}" It is false.',
         CORRECT + " Never mind, the peak is in the forward.",
         # a known wrong explanation asserted beside the mechanism

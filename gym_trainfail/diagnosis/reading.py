@@ -10,6 +10,7 @@ A phrasing's match is an assertion unless
 - a denial follows it in its clause ("… is not the cause", "… is harmless", "ruled out");
 - it only supposes: a conditional sentence with a modal ("If X were …, Y would …") or a question
   the agent means to check ("check whether X");
+- it reports an earlier belief ("earlier I said X", "my first guess was X") in its clause;
 - a later withdrawal takes it back ("Edit: scratch that", "I was wrong", "that's not it", a
   reported claim followed by "it is false"): a withdrawal cancels every match before the end of
   its clause. A refutation such as "that's not it" after a claim in its own sentence ("padding
@@ -76,7 +77,19 @@ RETRACTION = re.compile(
     r"|\b(?:the\s+above|my|this|that|the)\s+(?:earlier\s+|previous\s+|first\s+|initial\s+)?(?:theory|hypothesis|"
     r"diagnosis|explanation|analysis|reading|guess|idea|claim|conclusion|note)\s+(?:is|was)\s+(?:wrong|incorrect|false|"
     r"mistaken|disproved|disproven|refuted|ruled\s+out|not\s+right|not\s+correct|untrue|not\s+true)\b"
-    r"|\bi\s+no\s+longer\s+(?:think|believe)\b|\bon\s+second\s+thoughts?\b|\bturn(?:s|ed)\s+out\s+to\s+be\s+wrong\b",
+    r"|\bi\s+no\s+longer\s+(?:think|believe)\b|\bon\s+second\s+thoughts?\b|\bturn(?:s|ed)\s+out\s+to\s+be\s+wrong\b"
+    r"|\bcorrection\s*:|\bno,?\s+wait\b|\bi\s+misread\b|\bmy\s+bad\b|\bturns?\s+out\s+i\s+(?:misread|misunderstood|was)\b",
+    re.IGNORECASE,
+)
+#: The agent reporting what it believed before ("earlier I said …", "my first guess was …"): what
+#: follows in that clause is not its current belief.
+PAST_BELIEF = re.compile(
+    r"\b(?:earlier|previously|before|initially|at\s+first|first|originally)\s*,?\s+i\s+(?:said|claimed|thought|wrote|"
+    r"assumed|suggested|believed|suspected|guessed|blamed)\b"
+    r"|\bi\s+(?:had\s+)?(?:earlier|previously|initially|first|originally)\s+(?:said|claimed|thought|wrote|assumed|suggested|"
+    r"believed|suspected|guessed|blamed)\b|\bi\s+(?:used\s+to\s+think|had\s+thought)\b"
+    r"|\bmy\s+(?:earlier|previous|first|initial|original|last)\s+(?:claim|guess|theory|hypothesis|diagnosis|idea|reading|"
+    r"analysis|message|statement|conclusion|suspicion)\b",
     re.IGNORECASE,
 )
 #: The agent declaring something just said false ("that's not it", "it is false"): at the start of
@@ -197,7 +210,7 @@ def assertions(patterns: Sequence[re.Pattern[str]], view: View, *, wrong: bool) 
                 continue
             if not wrong and _denied_after(view.text, match.end()):
                 continue
-            if _hypothetical(view.text, match.start()):
+            if _hypothetical(view.text, match.start()) or _reported_past(view.text, match.start()):
                 continue
             start, end = view.span(match.start(), match.end())
             found.append(Assertion(start, end))
@@ -239,6 +252,14 @@ def _hypothetical(text: str, at: int) -> bool:
         return True
     breaks = list(CLAUSE_BREAK.finditer(text, begin, at))
     return bool(OPEN_QUESTION.search(text, breaks[-1].end() if breaks else begin, at))
+
+
+def _reported_past(text: str, at: int) -> bool:
+    """Whether the match at ``at`` reports an earlier belief ("earlier I said X", "my first guess
+    was X"): such a marker before it in its clause (commas do not end it)."""
+    begin = _sentence_start(text, at)
+    breaks = list(STRONG_BREAK.finditer(text, begin, at))
+    return bool(PAST_BELIEF.search(text, breaks[-1].end() if breaks else begin, at))
 
 
 def _denied_after(text: str, end: int) -> bool:
