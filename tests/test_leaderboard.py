@@ -32,7 +32,7 @@ from gym_trainfail.batch.status import Attempt, EpisodeStatus, write_status
 from gym_trainfail.errors import MissingExtraError, TrainFailError
 from gym_trainfail.files import write_json
 from gym_trainfail.grading import Receipt
-from gym_trainfail.leaderboard import load_batch, milestone_rows, paired_rows, render_leaderboard, summary_rows
+from gym_trainfail.leaderboard import fmt, load_batch, milestone_rows, paired_rows, render_leaderboard, summary_rows
 from gym_trainfail.leaderboard.board import load_board
 from gym_trainfail.leaderboard.colours import PAIRS, Palette
 from gym_trainfail.leaderboard.milestone_columns import ENGAGEMENT_LEVELS, MILESTONES, judge_label
@@ -518,3 +518,11 @@ def test_figures_without_matplotlib_name_the_extra(monkeypatch: pytest.MonkeyPat
     monkeypatch.delitem(sys.modules, "gym_trainfail.leaderboard.figures", raising=False)
     with pytest.raises(MissingExtraError, match=re.escape("pip install 'gym-trainfail[leaderboard]'")):
         importlib.import_module("gym_trainfail.leaderboard.figures")
+
+
+def test_ranges_and_intervals_with_negative_bounds_read_unambiguously() -> None:
+    assert fmt.spread({"n": 2, "mean": -2.3, "sd": 5.9, "min": -6.5, "max": -1.9}) == "-2.3 ± 5.9 [-6.5 to -1.9]"
+    assert fmt.spread({"n": 2, "mean": 15.0, "sd": 7.07, "min": 10.0, "max": 20.0}) == "15 ± 7.1 [10–20]"
+    assert fmt.mean_interval(-2.0, {"low": -4.0, "high": 1.0}) == "-2.0 [-4.0 to 1.0]"
+    assert fmt.share_interval(0.5, {"low": 0.0, "high": 1.0}) == "50% [0–100]"
+    assert fmt.share_interval(1.0, {"low": 1.0, "high": 1.0}) == "100%" and fmt.share_interval(None, None) == "—"

@@ -21,14 +21,16 @@ def number(value: float | None, digits: int = 1) -> str:
 
 
 def spread(data: Mapping[str, Any], digits: int = 1) -> str:
-    """``12.3 ± 1.2 [11.1–13.4]`` (mean ± sd [min–max]); one value alone; ``—`` for none."""
+    """``12.3 ± 1.2 [11.1–13.4]`` (mean ± sd [min–max]; ``[-6.5 to -1.9]`` when negative); one value
+    alone; ``—`` for none."""
     if not data or not data.get("n"):
         return "—"
     mean = number(data["mean"], digits)
     if data["n"] == 1:
         return mean
     low, high = number(data["min"], digits), number(data["max"], digits)
-    return f"{mean} ± {number(data['sd'], digits)} [{low}–{high}]"
+    joint = " to " if data["min"] < 0 else "–"  # "[-6.5 to -1.9]", never "[-6.5–-1.9]"
+    return f"{mean} ± {number(data['sd'], digits)} [{low}{joint}{high}]"
 
 
 def signed(value: float | None, digits: int = 1, percent: bool = False) -> str:
@@ -98,4 +100,5 @@ def mean_interval(value: float | None, interval: Mapping[str, Any] | None, digit
     low, high = (interval or {}).get("low"), (interval or {}).get("high")
     if low is None or high is None:
         return number(value, digits)
-    return f"{number(value, digits)} [{number(low, digits)}–{number(high, digits)}]"
+    joint = " to " if low < 0 else "–"
+    return f"{number(value, digits)} [{number(low, digits)}{joint}{number(high, digits)}]"
