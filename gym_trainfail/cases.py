@@ -54,7 +54,7 @@ CASE_KEYS: dict[str, frozenset[str] | None] = {
 }
 #: Every key a ``[[scenario]]`` table may hold (``params`` and ``profile`` are free-form).
 SCENARIO_KEYS: dict[str, frozenset[str] | None] = {
-    "": frozenset({"name", "kind", "devices", "timeout_s", "params", "profile"}),
+    "": frozenset({"name", "kind", "devices", "timeout_s", "alone", "params", "profile"}),
     "params": None,
     "profile": None,
 }
@@ -85,6 +85,10 @@ class Scenario:
     devices: int
     timeout_s: float
     params: Mapping[str, Any] = field(default_factory=dict)
+    #: Always a launch unit of its own, never in a scenario group: the host's measured duration of
+    #: its run phase (``duration_s`` in the judge's ``/io/run.json``) is then this scenario's alone,
+    #: for judges whose verdict depends on how long the revision's code took.
+    alone: bool = False
 
 
 @dataclass(frozen=True)
@@ -381,6 +385,7 @@ def load_scenarios(path: Path) -> tuple[Scenario, ...]:
                 devices=reader.positive_int("devices"),
                 timeout_s=float(reader.positive_int("timeout_s")),
                 params=params,
+                alone=reader.boolean("alone", default=False),
             )
         )
     names = [s.name for s in scenarios]
@@ -539,6 +544,12 @@ class _Reader:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             self.fail(key, "expected a list of strings")
         return cast(list[str], value)
+
+    def boolean(self, key: str, default: object = _MISSING) -> bool:
+        value = self._get(key, default)
+        if not isinstance(value, bool):
+            self.fail(key, f"expected true or false, found {value!r}")
+        return value
 
     def positive_int(self, key: str, default: object = _MISSING) -> int:
         value = self._get(key, default)

@@ -35,6 +35,7 @@ from gym_trainfail.errors import (
     ToolError,
     TrainFailError,
 )
+from gym_trainfail.files import remove_tree
 from gym_trainfail.grading import NOT_RUNNABLE, Grader, not_runnable
 from gym_trainfail.ledger import Ledger, read_events, summarize
 from gym_trainfail.paths import episodes_dir, home
@@ -220,7 +221,7 @@ class TrainFailEnv(gymnasium.Env[str, str]):
         release(workspace)  # an abandoned env of this process, or a crashed process,
         reclaim_stale()  # may still have the workspace's filesystem mounted
         if workspace.exists():
-            shutil.rmtree(workspace)
+            remove_tree(workspace)  # may hold a tree deeper than shutil.rmtree's recursion allows
         restore(checkpoint[1], RevisionLog(run_dir).store, workspace)
         episode = self._open_episode(run_dir, workspace, started=float(meta["started"]))
         summary = summarize(events, until=max(e["t"] for e in events))
@@ -450,7 +451,7 @@ class TrainFailEnv(gymnasium.Env[str, str]):
             step, tree = latest
             if workspace.exists():
                 for older in episode.run_dir.glob("workspace.lost-*"):  # keep one: each may hold a whole budget
-                    shutil.rmtree(older, ignore_errors=True)
+                    remove_tree(older)
                 shutil.move(str(workspace), episode.run_dir / f"workspace.lost-{int(time.time())}")
             restore(tree, episode.revisions.store, workspace)
             episode.sandbox, episode.disk = self._make_sandbox(self.runtime, workspace, episode.watch)

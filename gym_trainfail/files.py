@@ -91,3 +91,9 @@ def copy_tree(source: Path, target: Path, *, exclude: Iterable[str] = ()) -> Non
             os.symlink(os.readlink(full), dest)
         elif stat.S_ISREG(info.st_mode):
             shutil.copy2(full, dest, follow_symlinks=False)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove ``path`` and everything under it, however deep (``rm -rf``, which does not recurse
+    on the stack as ``shutil.rmtree`` does), staying on its filesystem; absent is fine."""
+    subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], check=False, capture_output=True)

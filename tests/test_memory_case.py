@@ -1,6 +1,7 @@
-"""TrainFail/AdmissionBackwardOOM-v0: the grader's oracle against hand-computed prices (fast, no
-sandbox, no torch) and the case's admission gate (slow: bubblewrap sandboxes, one qualification
-shared by every assertion)."""
+"""TrainFail/AdmissionBackwardOOM-v1: the grader's oracle against hand-computed prices (fast, no
+sandbox, no torch), and the judge's checks that issue 20's attacks got through (slow: bubblewrap
+sandboxes). The full admission gate is the case's admission record (``envs/<case>/admission.json``),
+checked and re-derived by rotation in ``tests/test_case_qualification.py``."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE_DIR = ROOT / "envs" / "admission_backward_oom"
-CASE_ID = "TrainFail/AdmissionBackwardOOM-v0"
+CASE_ID = "TrainFail/AdmissionBackwardOOM-v1"
 WRONG_REPAIRS = {
     "sum-not-max",
     "safety-factor-twice",
@@ -197,45 +198,59 @@ print(json.dumps(out))
         assert planned == priced, (scenario, call)
 
 
-@pytest.fixture(scope="module")
-def qualification(runtime, bwrap_usable):  # noqa: ANN001, ANN201
+def _grade(patch: str, scenarios: list[str]):  # noqa: ANN202
+    """Grade a shipped patch (``reference`` or a wrong repair's name) on some scenarios, in bubblewrap."""
+    import shutil
+    import tempfile
+
     from gym_trainfail import get_case
-    from gym_trainfail.qualify import qualify
+    from gym_trainfail.files import apply_patch
+    from gym_trainfail.grading import Grader
 
-    return qualify(get_case(CASE_ID), sandbox="bwrap", repeats=2, wrong_repairs=True)
+    case = get_case(CASE_ID)
+    path = CASE_DIR / "grader" / ("reference.patch" if patch == "reference" else f"wrong_repairs/{patch}.patch")
+    with tempfile.TemporaryDirectory() as scratch:
+        workspace = Path(scratch) / "ws"
+        shutil.copytree(case.workspace_dir, workspace)
+        apply_patch(workspace, path)
+        selected = [s for s in case.scenarios if s.name in scenarios]
+        return Grader(case, sandbox="bwrap", cache=False).grade_dir(workspace, scenarios=selected)
 
 
-@pytest.mark.slow
-def test_case_is_admitted(qualification) -> None:  # noqa: ANN001
-    assert qualification.admitted, qualification.problems
-    assert qualification.seconds < 600
-    unmodified = [v for v in qualification.variants if v.kind == "unmodified"]
-    patterns = [[(o.scenario, o.status) for o in v.receipt.outcomes] for v in unmodified]
-    assert len(patterns) == 2 and patterns[0] == patterns[1]
-
-
-@pytest.mark.slow
-def test_every_wrong_repair_and_forgery_fails(qualification) -> None:  # noqa: ANN001
-    wrong = {v.label.split(":", 1)[1].split()[0]: v.receipt.status for v in qualification.variants if v.kind == "wrong"}
-    assert set(wrong) == WRONG_REPAIRS
-    assert all(status != "pass" for status in wrong.values()), wrong
-    forged = [v for v in qualification.variants if v.kind == "forgery"]
-    assert forged and all(v.receipt.status != "pass" for v in forged)
+def test_shipped_wrong_repairs_are_the_documented_ones() -> None:
+    shipped = {p.stem for p in (CASE_DIR / "grader" / "wrong_repairs").glob("*.patch")}
+    assert shipped == WRONG_REPAIRS | {"split-every-request", "self-timed-planner"}
+    readme = (CASE_DIR / "grader" / "README.md").read_text()
+    assert all(f"`{name}`" in readme for name in shipped)
 
 
 @pytest.mark.slow
-def test_measured_peaks_against_prices(qualification) -> None:  # noqa: ANN001
-    """Unmodified: every failure scenario's executed call is priced below its peak; reference:
-    every executed call is priced within [peak, 1.155 x peak]."""
-    for variant in qualification.variants:
-        if variant.kind not in ("unmodified", "reference"):
-            continue
-        for outcome in variant.receipt.outcomes:
-            for call in outcome.metrics.get("calls", {}).values():
-                if "measured_peak" not in call:
-                    continue
-                ratio = call["demand"] / call["measured_peak"]
-                if variant.kind == "reference" or outcome.scenario == "body-dominant":
-                    assert 1.0 <= ratio <= 1.10 * 1.05, (variant.label, outcome.scenario, ratio)
-                elif outcome.scenario != "body-dominant":
-                    assert ratio < 1.0, (variant.label, outcome.scenario, ratio)
+def test_planning_time_comes_from_the_host_clock(runtime, bwrap_usable) -> None:  # noqa: ANN001
+    """The planning-only 100k-row call runs alone and is timed by the host. A planner that sleeps
+    35 s and reports its CPU time (or 0.05 s once it sees the grader's kit) fails; the reference,
+    which plans in a fraction of a second, passes, with the host's figure in its metrics."""
+    timed = _grade("self-timed-planner", ["exact-100k"])
+    (outcome,) = timed.outcomes
+    assert outcome.status == "fail", outcome
+    assert "host's clock" in outcome.reason or "stopped at its time limit" in outcome.reason, outcome.reason
+    call = outcome.metrics["calls"]["hundred-thousand-rows"]
+    assert call["run_reported_plan_s"] <= 0.05  # what the revision claimed, never believed
+    assert call["unit_s"] > 30
+    reference = _grade("reference", ["exact-100k"])
+    (outcome,) = reference.outcomes
+    assert outcome.status == "pass", outcome.reason
+    assert 0 < outcome.metrics["calls"]["hundred-thousand-rows"]["unit_s"] <= 30
+
+
+@pytest.mark.slow
+def test_needless_splits_fail(runtime, bwrap_usable) -> None:  # noqa: ANN001
+    """Correct prices, but one request per piece where three fit together: rejected by the
+    oracle's price of each piece with the next request; the reference's greedy pieces pass."""
+    split = _grade("split-every-request", ["pure-targets", "layers16-vocab4k"])
+    assert [o.status for o in split.outcomes] == ["fail", "fail"], split.outcomes
+    assert all("split needlessly" in o.reason for o in split.outcomes), [o.reason for o in split.outcomes]
+    reference = _grade("reference", ["pure-targets", "layers16-vocab4k"])
+    assert [o.status for o in reference.outcomes] == ["pass", "pass"], [o.reason for o in reference.outcomes]
+    for outcome in reference.outcomes:
+        for call in outcome.metrics["calls"].values():
+            assert 1.0 <= call["demand"] / call["measured_peak"] <= 1.10 * 1.05, (outcome.scenario, call)

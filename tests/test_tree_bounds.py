@@ -26,6 +26,14 @@ from gym_trainfail.revisions import MAX_SNAPSHOT_BYTES, MAX_SNAPSHOT_ENTRIES, Ob
 from gym_trainfail.runtimes import Runtime
 
 
+@pytest.fixture(autouse=True)
+def _remove_deep_trees(tmp_path: Path) -> Iterator[None]:
+    """Remove what a test left with ``rm -rf``: pytest's own clean-up (``shutil.rmtree``) recurses,
+    and a later session would fail removing a 1,100-level tree."""
+    yield
+    subprocess.run(["rm", "-rf", "--one-file-system", str(tmp_path)], check=False)
+
+
 def _deep(root: Path, levels: int) -> Path:
     """``root/a/a/…/leaf.txt``, ``levels`` folders deep (made with one ``mkdir -p``: no recursion here)."""
     leaf = root.joinpath(*["a"] * levels)

@@ -1,4 +1,4 @@
-"""Judge phase of TrainFail/AdmissionBackwardOOM-v0 (trusted: no revision code runs here).
+"""Judge phase of TrainFail/AdmissionBackwardOOM-v1 (trusted: no revision code runs here).
 
     python /grader/judge.py --scenarios /io/scenarios.json --artifacts /artifacts \
         --run /io/run.json --out-dir /io/outcomes [--oracle /oracle]
@@ -145,8 +145,50 @@ class Replay:
         return self.cache[key]
 
 
+def read_run_facts(path: Path) -> dict[str, Any]:
+    """``/io/run.json``: what the host measured of the run phase (trusted, but still checked)."""
+    try:
+        facts = read_json_object(path)
+    except ArtifactError:
+        return {}
+    duration = number(facts.get("duration_s"))
+    scenarios = integer(facts.get("scenarios"))
+    return {"duration_s": duration if duration is not None and duration >= 0 else None,
+            "scenarios": scenarios, "timed_out": facts.get("timed_out") is True}
+
+
+def check_unit_time(sc: Scenario, name: str, run: dict[str, Any], metrics: dict[str, Any]) -> list[str]:
+    """A planning-only call's time, by the host's clock: the scenario's whole run phase, alone in
+    its launch unit. Nothing the run reports about its own time is believed (revision code can
+    tell when it is graded, and can time itself however it likes)."""
+    metrics["unit_s"] = run.get("duration_s")
+    metrics["unit_time_limit_s"] = sc.unit_time_limit_s
+    if run.get("scenarios") != 1:
+        return [f"call {name}: grader fault: the scenario was not run alone, so its time cannot be measured"]
+    if run.get("timed_out"):
+        return [f"call {name}: the run was stopped at its time limit while planning"]
+    if run.get("duration_s") is None or run["duration_s"] > sc.unit_time_limit_s:
+        return [f"call {name}: planning took {run.get('duration_s')} s by the host's clock (the whole run, "
+                f"start-up included), limit {sc.unit_time_limit_s:g} s"]
+    return []
+
+
+def check_pieces_needed(name: str, entry: dict[str, Any], pieces: list[list[int]], spec: dict[str, Any],
+                        runtime: dict[str, Any], budget: int) -> list[str]:
+    """Calls are not split needlessly: each piece but the last must be unable to take the next
+    request, i.e. the piece with the next piece's first request prices above the budget (oracle)."""
+    problems = []
+    for piece, following in zip(pieces, pieces[1:]):
+        merged = [*piece, following[0]]
+        demand = prices([entry["requests"][i] for i in merged], spec["model"], runtime).demand
+        if demand <= budget:
+            problems.append(f"call {name}: pieces {piece[0]}..{piece[-1]} and {following[0]}.. split needlessly: "
+                            f"requests {merged[0]}..{merged[-1]} together price {demand}, within the budget {budget}")
+    return problems
+
+
 def check_call(sc: Scenario, spec: dict[str, Any], entry: dict[str, Any], rec: dict[str, Any] | None,
-               replay: Replay | None, metrics: dict[str, Any]) -> list[str]:
+               replay: Replay | None, metrics: dict[str, Any], run: dict[str, Any]) -> list[str]:
     """Every way this call's plan breaks the admission contract (empty if none)."""
     name = entry["name"]
     if rec is None:
@@ -164,8 +206,7 @@ def check_call(sc: Scenario, spec: dict[str, Any], entry: dict[str, Any], rec: d
     if (decision == "run") != (demand <= budget):
         problems.append(f"call {name}: decision {decision} with demand {demand} against budget {budget}")
     if not entry["execute"]:
-        plan_s = number(rec.get("plan_s"))
-        m["plan_s"] = plan_s
+        m["run_reported_plan_s"] = number(rec.get("plan_s"))  # shown, never used
         if not oracle.supported:
             if demand != oracle.legacy:
                 problems.append(f"call {name} (unsupported configuration {runtime}): priced {demand}, "
@@ -174,9 +215,7 @@ def check_call(sc: Scenario, spec: dict[str, Any], entry: dict[str, Any], rec: d
             if not oracle.demand <= demand <= oracle.demand * (1 + sc.slack):
                 problems.append(f"call {name} ({oracle.rows} rows, plan only): priced {demand}, oracle prices "
                                 f"{oracle.demand} (allowed up to {1 + sc.slack:g}x)")
-            if plan_s is None or plan_s > sc.plan_time_limit_s:
-                problems.append(f"call {name} ({oracle.rows} rows): planning took {plan_s} s, "
-                                f"limit {sc.plan_time_limit_s:g} s")
+            problems += check_unit_time(sc, name, run, m)
         return problems
     assert replay is not None
     call = Call.from_dicts(entry["requests"])
@@ -214,6 +253,7 @@ def check_call(sc: Scenario, spec: dict[str, Any], entry: dict[str, Any], rec: d
             return problems
         if [e.get("requests") for e in executed] != pieces:
             problems.append(f"call {name}: the executed pieces are not the planned ones")
+        problems += check_pieces_needed(name, entry, pieces, spec, runtime, budget)
         m["piece_peaks"], m["piece_demands"] = [], rec["piece_demand_bytes"]
         for piece, piece_demand in zip(pieces, rec["piece_demand_bytes"]):
             piece_peak = replay.peak(call, piece)
@@ -236,7 +276,7 @@ def check_call(sc: Scenario, spec: dict[str, Any], entry: dict[str, Any], rec: d
     return problems
 
 
-def judge_scenario(sc: Scenario, artifacts: Path) -> tuple[str, str, dict[str, Any]]:
+def judge_scenario(sc: Scenario, artifacts: Path, run: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     spec = make_calls(sc.params)
     folder = artifacts / sc.name
     metrics: dict[str, Any] = {}
@@ -255,7 +295,7 @@ def judge_scenario(sc: Scenario, artifacts: Path) -> tuple[str, str, dict[str, A
         replay = Replay(spec["model"], spec["runtime"])
     problems: list[str] = []
     for entry in spec["calls"]:
-        problems += check_call(sc, spec, entry, records.get(entry["name"]), replay, metrics)
+        problems += check_call(sc, spec, entry, records.get(entry["name"]), replay, metrics, run)
     ratios = [c.get("demand_over_peak") for c in metrics.get("calls", {}).values() if "demand_over_peak" in c]
     metrics = {"worst_demand_over_peak": min(ratios) if ratios else None, **metrics}
     if problems:
@@ -274,6 +314,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     args.out_dir.mkdir(parents=True, exist_ok=True)
+    run = read_run_facts(args.run)
     for raw in read_requests(args.scenarios):
         name = str(raw.get("name", ""))
         if not NAME_RE.match(name):
@@ -281,7 +322,7 @@ def main(argv: list[str] | None = None) -> None:
         started = time.time()
         try:
             sc = Scenario.from_request(raw)
-            status, reason, metrics = judge_scenario(sc, args.artifacts)
+            status, reason, metrics = judge_scenario(sc, args.artifacts, run)
         except Exception as err:  # noqa: BLE001 - a judge fault is a fail with the reason
             traceback.print_exc()
             status, reason, metrics = "fail", f"judge error: {type(err).__name__}: {err}"[:500], {}

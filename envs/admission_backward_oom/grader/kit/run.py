@@ -1,4 +1,4 @@
-"""Run phase of TrainFail/AdmissionBackwardOOM-v0: send each scenario's calls to the rank.
+"""Run phase of TrainFail/AdmissionBackwardOOM-v1: send each scenario's calls to the rank.
 
     python /kit/run.py --scenarios /io/scenarios.json --out-dir /out
 

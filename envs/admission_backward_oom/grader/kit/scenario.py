@@ -1,4 +1,4 @@
-"""One frozen scenario of TrainFail/AdmissionBackwardOOM-v0, as the gym's scenario request gives it.
+"""One frozen scenario of TrainFail/AdmissionBackwardOOM-v1, as the gym's scenario request gives it.
 
 Pure data shared by the run kit and the judge; nothing here is private.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-KNOWN = {"model", "runtime", "budget_bytes", "seed", "calls", "slack", "plan_time_limit_s", "run_timeout_s"}
+KNOWN = {"model", "runtime", "budget_bytes", "seed", "calls", "slack", "unit_time_limit_s", "run_timeout_s"}
 
 
 @dataclass(frozen=True)
@@ -21,8 +21,10 @@ class Scenario:
     params: dict[str, Any] = field(default_factory=dict)
     #: priced demand may exceed the measured peak by the 1.10 safety factor and this much more
     slack: float = 0.05
-    #: wall-clock bound on planning one call (the ~100k-row layout)
-    plan_time_limit_s: float = 20.0
+    #: bound on the whole run phase of a planning-only scenario (sandbox start, interpreter and torch
+    #: import, planning the ~100k-row layout, writing results), as the host measures it: the
+    #: scenario is a launch unit of its own (``alone``); what the run reports is never believed
+    unit_time_limit_s: float = 30.0
     #: a scenario served alone; a group gets GROUP_TIMEOUT_S in all, then stragglers alone
     run_timeout_s: float = 120.0
 
@@ -39,7 +41,7 @@ class Scenario:
             raise ValueError(f"unknown scenario params: {sorted(unknown)}")
         return cls(name=name, kind=str(raw.get("kind", "failure")), params=params,
                    slack=float(params.get("slack", 0.05)),
-                   plan_time_limit_s=float(params.get("plan_time_limit_s", 20.0)),
+                   unit_time_limit_s=float(params.get("unit_time_limit_s", 30.0)),
                    run_timeout_s=float(params.get("run_timeout_s", 120.0)))
 
 
