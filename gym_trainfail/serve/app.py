@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import logging
 import socket
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -57,11 +56,8 @@ def build_app(config: ServeConfig, token: str, max_sessions: int) -> FastAPI:
             "devices": config.pool.describe(),
         }
 
-    def close_open_episodes() -> None:
-        for episode in config.open.close_all():
-            print(f"trainfail serve: episode {episode} left resumable: reset(resume={episode!r})", file=sys.stderr)
-
-    app.router.on_shutdown.append(close_open_episodes)
+    # Sessions whose connection is still open at shutdown are closed here (each says how to resume).
+    app.router.on_shutdown.append(config.open.close_all)
     app.add_middleware(BearerAuth, token=token)
     return app
 

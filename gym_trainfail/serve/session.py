@@ -214,8 +214,8 @@ class EpisodeSession(Environment):  # openenv ships no type information: Environ
         was_open = not self._done
         env.close()
         if was_open:
-            log.info(
-                "episode %s closed unfinished; continue it with reset(resume=%r)", self._episode_id, self._episode_id
+            log.warning(
+                "episode %s left unfinished; continue it with reset(resume=%r)", self._episode_id, self._episode_id
             )
         return was_open
 
