@@ -141,3 +141,13 @@ def test_python_dash_m_runs() -> None:
     found = subprocess.run([sys.executable, "-m", "gym_trainfail.diagnosis.heldout", str(ECHO_CASE)],
                            capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
     assert "TrainFailTest/Echo-v0: held-out statements (rubric judge) on 8" in found.stdout
+
+
+def test_a_set_serves_later_versions_of_its_case_only() -> None:
+    from gym_trainfail.diagnosis.heldout import _same_case
+
+    assert _same_case("TrainFail/Echo-v0", "TrainFail/Echo-v0")
+    assert _same_case("TrainFail/Echo-v0", "TrainFail/Echo-v1")  # a new grader, the same mechanism
+    assert not _same_case("TrainFail/Echo-v1", "TrainFail/Echo-v0")
+    assert not _same_case("TrainFail/Other-v0", "TrainFail/Echo-v1")
+    assert not _same_case("TrainFail/Echo-vX", "TrainFail/Echo-v1")
