@@ -334,10 +334,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 1 if refused else 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def _same_case(written_for: str, case_id: str) -> bool:
     """Whether a set written for ``written_for`` serves ``case_id``: the same case at the same or an
     earlier version (``TrainFail/Name-v0`` serves ``-v1``: a new version changes the grader, not the
@@ -347,3 +343,7 @@ def _same_case(written_for: str, case_id: str) -> bool:
     if not (version.isdigit() and own_version.isdigit()):
         return written_for == case_id
     return name == own_name and int(version) <= int(own_version)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
