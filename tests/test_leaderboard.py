@@ -128,7 +128,7 @@ def test_the_cli_renders_a_leaderboard(echo_batch: RunLayout, tmp_path: Path) ->
         capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
     files = {Path(p).name for p in json.loads(result.stdout)["files"]}
-    assert {"index.html", "README.md", "episodes.csv", "summary.jsonl", "pareto.svg"} <= files
+    assert {"index.html", "README.md", "episodes.csv", "summary.jsonl", "cost-success.svg", "cost-success.png"} <= files
 
 
 # -- a synthetic two-arm batch for the paired comparison --------------------------------------
