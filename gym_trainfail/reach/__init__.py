@@ -51,9 +51,9 @@ def measure_reach(
     """Run the reach workflow on ``case`` (every variant of its spec, or those named) and return
     its record (not written: :func:`write_record` stores it)."""
     spec = spec or load_spec(spec_path(case.grader_dir))
-    chosen = [spec.variant(name) for name in variants] if variants else list(spec.variants)
-    if chosen[0].name != "default":
-        chosen.insert(0, spec.variant("default"))  # the headline is always the default's
+    names = ["default", *(n for n in dict.fromkeys(variants) if n != "default")] if variants else None
+    # the headline is always the default's, measured first
+    chosen = [spec.variant(name) for name in names] if names else list(spec.variants)
     backend = resolve_backend(sandbox)
     pool = DevicePool(kind="cpu", backend=backend)
     results = Workflow(case, spec, sandbox=backend, pool=pool, progress=progress).run(chosen)

@@ -107,16 +107,12 @@ def parse_summary(data: Mapping[str, Any]) -> CheckResult:
     return CheckResult(tuple(violations), first_step)
 
 
-def read_summary(check_dir: Path) -> CheckResult:
-    """The one ``violations_summary.json`` under ``check_dir`` (one trace folder was checked)."""
-    found = []
-    if check_dir.is_dir() and not check_dir.is_symlink():
-        for entry in os.scandir(check_dir):
-            if entry.is_dir(follow_symlinks=False) and os.path.lexists(Path(entry.path) / SUMMARY_FILE):
-                found.append(Path(entry.path) / SUMMARY_FILE)
-    if len(found) != 1:
-        raise ResultError(f"expected one {SUMMARY_FILE} under {check_dir.name}/, found {len(found)}")
-    data = read_json_object(found[0], MAX_SUMMARY_BYTES)
+def read_summary(folder: Path) -> CheckResult:
+    """The ``violations_summary.json`` the checker wrote into ``folder`` (one per checked trace)."""
+    path = folder / SUMMARY_FILE
+    if folder.is_symlink() or not os.path.lexists(path):
+        raise ResultError(f"no {SUMMARY_FILE} in {folder.name}/ (the checker wrote no result for this trace)")
+    data = read_json_object(path, MAX_SUMMARY_BYTES)
     if data is None:
         raise ResultError(f"{SUMMARY_FILE}: not a regular file, larger than {MAX_SUMMARY_BYTES} bytes or not JSON")
     return parse_summary(data)

@@ -276,8 +276,7 @@ class Workflow:
             selective = invariants if variant.selective else None
             failing = self._collect("failing", runs["failing"], variant, selective, result)
             healthy = self._collect("healthy", runs["healthy"], variant, selective, result)
-            result.failing = self._check("failing", failing, invariants, variant, result)
-            result.healthy = self._check("healthy", healthy, invariants, variant, result)
+            self._check({"failing": failing, "healthy": healthy}, invariants, variant, result)
         except (StepFailed, ResultError) as exc:
             result.error = str(exc)
             return
@@ -337,23 +336,32 @@ class Workflow:
         self._invariants[key] = (path, count)
         return path, count
 
-    def _check(self, role: str, trace: str, invariants: str, variant: Variant, result: VariantResult) -> CheckResult:
-        key = _key(trace, invariants)
-        if key in self._checks:
-            return self._checks[key]
-        out = f"{WORKSPACE}/{REACH_DIR}/checks/{role}-{key}"
-        argv = ["traincheck-check", "-f", trace, "-i", invariants, "-o", out]
-        self.progress(f"{variant.name}: check {role}")
-        step = self._exec(f"cd {WORKSPACE} && {shlex.join(argv)}", self.spec.timeout_s, limits=INFER_LIMITS)
-        step.name = f"check {role}"
-        result.steps.append(step)
-        if step.exit_code != 0:
-            raise StepFailed(f"checking the {role} run failed: {step.note}")
-        assert self.sandbox is not None
-        checked = read_summary(self.sandbox.host_workspace / out.removeprefix(f"{WORKSPACE}/"))
-        step.note = f"{len(checked.violations)} invariants violated"
-        self._checks[key] = checked
-        return checked
+    def _check(self, traces: dict[str, str], invariants: str, variant: Variant, result: VariantResult) -> None:
+        """Check the failing and the healthy trace against ``invariants`` in one checker run
+        (one start-up instead of two); results already measured are reused."""
+        keys = {role: _key(trace, invariants) for role, trace in traces.items()}
+        todo = {role: traces[role] for role, key in keys.items() if key not in self._checks}
+        if todo:
+            out = f"{WORKSPACE}/{REACH_DIR}/checks/{_key(sorted(todo.values()), invariants)}"
+            argv = ["traincheck-check", "-f", *todo.values(), "-i", invariants, "-o", out]
+            roles = " and ".join(todo)
+            self.progress(f"{variant.name}: check {roles}")
+            step = self._exec(f"cd {WORKSPACE} && {shlex.join(argv)}", self.spec.timeout_s, limits=INFER_LIMITS)
+            step.name = f"check {roles}"
+            result.steps.append(step)
+            if step.exit_code != 0:
+                raise StepFailed(f"checking the {roles} run failed: {step.note}")
+            assert self.sandbox is not None
+            host_out = self.sandbox.host_workspace / out.removeprefix(f"{WORKSPACE}/")
+            notes = []
+            for role, trace in todo.items():
+                # the checker writes one folder per trace, named after the trace folder
+                checked = read_summary(host_out / Path(trace).name)
+                self._checks[keys[role]] = checked
+                notes.append(f"{role}: {len(checked.violations)} invariants violated")
+            step.note = "; ".join(notes)
+        result.failing = self._checks[keys["failing"]]
+        result.healthy = self._checks[keys["healthy"]]
 
 
 def instrumentable(source: str) -> str:
