@@ -36,7 +36,7 @@ from gym_trainfail.leaderboard import fmt, load_batch, milestone_rows, paired_ro
 from gym_trainfail.leaderboard.board import load_board
 from gym_trainfail.leaderboard.colours import PAIRS, Palette
 from gym_trainfail.leaderboard.milestone_columns import ENGAGEMENT_LEVELS, MILESTONES, judge_label
-from gym_trainfail.leaderboard.plots import Bar, Point, milestone_chart, pareto_front
+from gym_trainfail.leaderboard.plots import Bar, BarChart, Panel, Point, Series, milestone_chart, pareto_front
 from gym_trainfail.leaderboard.stats import SMALL_N, bootstrap_ci, mcnemar_exact, small_n_warning
 from gym_trainfail.ledger import read_events, summarize
 from gym_trainfail.revisions import RevisionLog
@@ -526,3 +526,14 @@ def test_ranges_and_intervals_with_negative_bounds_read_unambiguously() -> None:
     assert fmt.mean_interval(-2.0, {"low": -4.0, "high": 1.0}) == "-2.0 [-4.0 to 1.0]"
     assert fmt.share_interval(0.5, {"low": 0.0, "high": 1.0}) == "50% [0–100]"
     assert fmt.share_interval(1.0, {"low": 1.0, "high": 1.0}) == "100%" and fmt.share_interval(None, None) == "—"
+
+
+def test_a_name_with_dollar_signs_is_drawn_as_text(tmp_path: Path) -> None:
+    from gym_trainfail.leaderboard import figures  # the optional extra, as render imports it
+
+    name = "agent$\\q$"  # as TeX this would not even parse
+    panel = Panel("cost $5", ("A$1",), (Series(name, "control", (Bar(1.0, 0.5, 1.5),)),))
+    chart = BarChart("dollars", "seconds", (panel,), "none")
+    svg, png = figures.write(tmp_path, "dollars", lambda: figures.bar_chart(chart, Palette([name], ["control"])))
+    text = svg.read_text()
+    assert f"{name} · control" in text and "cost $5" in text and png.stat().st_size > 1000

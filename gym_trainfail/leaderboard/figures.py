@@ -49,6 +49,7 @@ def write(out_dir: Path, name: str, draw: Callable[[], Figure]) -> tuple[Path, P
             "svg.fonttype": "none",  # text stays text: pages lay it out, tests measure it
             "svg.hashsalt": "gym-trainfail",  # ids from a fixed salt, not a random one
             "font.family": "DejaVu Sans",  # bundled with matplotlib, so every machine draws the same
+            "text.parse_math": False,  # an agent or case name with "$" is text, not TeX
             "font.size": 9,
             "axes.titlesize": 10,
             "axes.titlelocation": "left",
