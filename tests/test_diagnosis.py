@@ -151,7 +151,7 @@ def test_a_misjudged_fixture_refuses_the_case(case_copy: Path, runtime: Runtime,
     path = case_copy / "grader" / "diagnosis" / "rubric.toml"
     path.write_text(path.read_text() + '\n[[fixture]]\nexpect = "correct"\nlabel = "unreachable"\ntext = "41."\n')
     result = qualify(load_case(case_copy), sandbox="bwrap", repeats=1)
-    assert result.rubric is not None and result.rubric.recall == pytest.approx(2 / 3)
+    assert result.rubric is not None and result.rubric.recall == pytest.approx(3 / 4)
     assert any("misjudges its own fixtures: unreachable" in p for p in result.problems)
     assert not result.admitted
 

@@ -68,6 +68,9 @@ def _judge(statement: str) -> bool | None:
         "checkpoint inputs stay live.",
         # a refutation of a claim in its own sentence leaves the earlier mechanism standing
         CORRECT + " I also checked the allocator settings, they look right, so that's not it.",
+        # rejected alternatives listed before the mechanism
+        "Candidates:\n1. a memory leak - rejected\n2. the planner misses the head, three buffers, checkpoint inputs "
+        "stay live - confirmed",
         # a line break inside a sentence is not a conditional's sentence start
         "The planner misses the head: three buffers\nwere live and the checkpoint inputs stay live.",
         # a withdrawal aimed at a wrong explanation leaves the mechanism standing
@@ -104,6 +107,12 @@ def test_correct_statements_in_natural_wordings(statement: str) -> None:
         CORRECT + " The root cause is a memory leak.",
         # only two of three concepts
         "The planner misses the head; three buffers.",
+        # marked false in its own list item or sentence
+        "The planner misses the head, three buffers, checkpoint inputs stay live (ruled out: the peak is elsewhere).",
+        "Candidates:\n1. the planner misses the head, three buffers, checkpoint inputs stay live - rejected\n"
+        "2. a memory leak - confirmed",
+        "The planner misses the head with three buffers while checkpoint inputs stay live would explain it, but only "
+        "if it were unpriced, and it is priced.",
         # only supposed, or still to be checked
         "If the planner missed the head, three buffers and live checkpoint inputs would explain it.",
         "Next I'll check whether the planner misses the head; three buffers; checkpoint inputs stay live.",

@@ -7,8 +7,10 @@ A phrasing's match is an assertion unless
   do, so "not the learning rate, padding or accumulation" rejects all three), or a negation word
   inside the match that the phrasing does not need (``README never documents 42`` under
   ``README.{0,60}42``; a phrasing written *with* its negation, ``doesn't account for``, keeps it);
-- a denial follows it in its clause ("… is not the cause", "… is harmless", "ruled out");
-- it only supposes: a conditional sentence with a modal ("If X were …, Y would …") or a question
+- a denial follows it in its clause ("… is not the cause", "… is harmless", "ruled out"), or its
+  sentence or list item is marked false after it ("… - rejected", "… (ruled out: …)");
+- it only supposes: a conditional sentence with a modal ("If X were …, Y would …", "X would …,
+  but only if …") or a question
   the agent means to check ("check whether X");
 - it reports an earlier belief ("earlier I said X", "my first guess was X") in its clause;
 - a later withdrawal takes it back ("Edit: scratch that", "I was wrong", "that's not it", a
@@ -59,6 +61,13 @@ DENIAL = re.compile(
     r"matter\b|\bmakes?\s+no\s+difference\b|\bhas\s+no\s+effect\b",
     re.IGNORECASE,
 )
+#: A verdict of "false" on the item it ends ("… - rejected", "… (ruled out: …)", "…: no").
+VERDICT_FALSE = re.compile(
+    r"(?:^|[\s(])(?:ruled\s+out|rejected|disproved|disproven)\b"
+    r"|(?:\(\s*|\s[-–—]+\s*|—\s*|:\s*)(?:excluded|eliminated|false|wrong|no|nope|not\s+it|not\s+the\s+cause|"
+    r"does\s*n[o']t\s+apply)\s*(?:[.,;:)!]|$)",
+    re.IGNORECASE,
+)
 #: Where the clause a denial may follow in ends.
 DENIAL_BREAK = re.compile(
     r"[;!?\n]|[.:](?=\s|$)|\b(?:but|however|although|whereas|while|and\s+(?:so|the|this|that|it|then))\b",
@@ -104,7 +113,8 @@ REFUTATION = re.compile(
     r"(?:false|untrue|not\s+true|not\s+correct|incorrect)\b"
     r"|\b(?:that's|that\s+is|that\s+was)\s+(?:wrong|mistaken)\s*(?:[.;:!,—–-]|$|after\s+all)"
     r"|\b(?:contradicts|disproves|refutes|falsifies|rules\s+out)\s+(?:it|this|that|the\s+above|my\s+\w+|all\s+of\s+that)\b"
-    r"|\b(?:doesn't|does\s+not|didn't|did\s+not)\s+hold\s+(?:up|water)?\s*(?:[.;:!,—–-]|$)",
+    r"|\b(?:doesn't|does\s+not|didn't|did\s+not)\s+hold\s+(?:up|water)?\s*(?:[.;:!,—–-]|$)"
+    r"|\b(?:this|that|it)\s+(?:doesn't|does\s+not)\s+apply\b",
     re.IGNORECASE,
 )
 #: Words before a refutation that are not a claim of their own ("Edit:", "Update: the probe …").
@@ -122,6 +132,7 @@ CONDITIONAL = re.compile(r"\W*(?:if|suppose|supposing|assuming|imagine|hypotheti
 #: Where a sentence ends for :data:`CONDITIONAL` (a line break inside a paragraph does not end it).
 PROSE_SENTENCE_END = re.compile(r"[!?]|[.](?=\s|$)|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
 MODAL = re.compile(r"\b(?:were|would|could|might)\b", re.IGNORECASE)
+ONLY_IF = re.compile(r"\bonly\s+if\b", re.IGNORECASE)
 #: What the agent still has to find out ("check whether …").
 OPEN_QUESTION = re.compile(
     r"\b(?:check|verify|test|see|confirm|find\s+out|determine)\w*\s+(?:whether|if)\b", re.IGNORECASE
@@ -143,6 +154,8 @@ class View:
 
     text: str
     origin: tuple[int, ...]
+    #: The statement as written (denials and verdicts are also read there: markup can carry them).
+    source: str = ""
 
     def span(self, start: int, end: int) -> tuple[int, int]:
         """The statement's ``[start, end)`` that this view's ``[start, end)`` came from."""
@@ -153,7 +166,7 @@ class View:
 
 def views(statement: str) -> list[View]:
     """The statement as written, without markup, and with code identifiers split."""
-    found = [View(statement, tuple(range(len(statement))))]
+    found = [View(statement, tuple(range(len(statement))), statement)]
     for split in (False, True):
         view = _normalised(statement, split_identifiers=split)
         if view.text not in {v.text for v in found}:
@@ -175,7 +188,7 @@ def _normalised(statement: str, *, split_identifiers: bool) -> View:
             c = "\n" if c == "\n" else " "
         chars.append(c)
         origin.append(i)
-    return View("".join(chars), tuple(origin))
+    return View("".join(chars), tuple(origin), statement)
 
 
 def _between_word_chars(text: str, i: int) -> bool:
@@ -208,11 +221,12 @@ def assertions(patterns: Sequence[re.Pattern[str]], view: View, *, wrong: bool) 
                 continue
             if _negated_before(view.text, match, wrong=wrong) or _negated_inside(pattern, match, wrong=wrong):
                 continue
-            if not wrong and _denied_after(view.text, match.end()):
+            start, end = view.span(match.start(), match.end())
+            pairs = ((view.text, match.start(), match.end()), (view.source, start, end))
+            if any(_denied_after(t, e) or _judged_false(t, b) for t, b, e in pairs):
                 continue
             if _hypothetical(view.text, match.start()) or _reported_past(view.text, match.start()):
                 continue
-            start, end = view.span(match.start(), match.end())
             found.append(Assertion(start, end))
     return sorted(found, key=lambda a: a.start)
 
@@ -248,7 +262,7 @@ def _hypothetical(text: str, at: int) -> bool:
     begin = starts[-1] if starts else 0
     stop = PROSE_SENTENCE_END.search(text, at)
     sentence = text[begin : stop.start() if stop else len(text)]
-    if CONDITIONAL.match(sentence) and MODAL.search(sentence):
+    if (CONDITIONAL.match(sentence) or ONLY_IF.search(sentence)) and MODAL.search(sentence):
         return True
     breaks = list(CLAUSE_BREAK.finditer(text, begin, at))
     return bool(OPEN_QUESTION.search(text, breaks[-1].end() if breaks else begin, at))
@@ -260,6 +274,13 @@ def _reported_past(text: str, at: int) -> bool:
     begin = _sentence_start(text, at)
     breaks = list(STRONG_BREAK.finditer(text, begin, at))
     return bool(PAST_BELIEF.search(text, breaks[-1].end() if breaks else begin, at))
+
+
+def _judged_false(text: str, start: int) -> bool:
+    """Whether the agent marks the claim starting at ``start`` false in the rest of its sentence
+    or list item ("… - rejected", "… (ruled out: …)")."""
+    stop = PROSE_SENTENCE_END.search(text, start)
+    return bool(VERDICT_FALSE.search(text, start, stop.start() if stop else len(text)))
 
 
 def _denied_after(text: str, end: int) -> bool:
