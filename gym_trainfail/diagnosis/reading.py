@@ -2,8 +2,8 @@
 
 A phrasing's match is an assertion unless
 
-- a negation governs it: a negation word before it in the same clause (commas and spaced dashes
-  end a clause for the mechanism's concepts; for known wrong explanations only stronger breaks
+- a negation governs it: a negation word before it in the same clause (commas, parentheses and
+  spaced dashes end a clause for the mechanism's concepts; for known wrong explanations only stronger breaks
   do, so "not the learning rate, padding or accumulation" rejects all three), or a negation word
   inside the match that the phrasing does not need (``README never documents 42`` under
   ``README.{0,60}42``; a phrasing written *with* its negation, ``doesn't account for``, keeps it);
@@ -46,7 +46,7 @@ NOT_NEGATION = re.compile(
 )
 #: Where a clause ends for a concept: a negation does not reach past it.
 CLAUSE_BREAK = re.compile(
-    r"[;!?\n,]|[.:](?=\s|$)|\s[-–—]+\s|—|--|\b(?:but|however|although|though|whereas|yet)\b", re.IGNORECASE
+    r"[;!?\n,()]|[.:](?=\s|$)|\s[-–—]+\s|—|--|\b(?:but|however|although|though|whereas|yet)\b", re.IGNORECASE
 )
 #: Where a clause ends for a known wrong explanation (commas do not end it).
 STRONG_BREAK = re.compile(r"[;!?\n]|[.:](?=\s|$)|\b(?:but|however|although|whereas)\b", re.IGNORECASE)
@@ -87,7 +87,8 @@ RETRACTION = re.compile(
     r"diagnosis|explanation|analysis|reading|guess|idea|claim|conclusion|note)\s+(?:is|was)\s+(?:wrong|incorrect|false|"
     r"mistaken|disproved|disproven|refuted|ruled\s+out|not\s+right|not\s+correct|untrue|not\s+true)\b"
     r"|\bi\s+no\s+longer\s+(?:think|believe)\b|\bon\s+second\s+thoughts?\b|\bturn(?:s|ed)\s+out\s+to\s+be\s+wrong\b"
-    r"|\bcorrection\s*:|\bno,?\s+wait\b|\bi\s+misread\b|\bmy\s+bad\b|\bturns?\s+out\s+i\s+(?:misread|misunderstood|was)\b",
+    r"|\bcorrection\s*:|\bno,?\s+wait\b|\bi\s+misread\b|\bmy\s+bad\b|\bturns?\s+out\s+i\s+(?:misread|misunderstood|was)\b"
+    r"|\b(?:retract|withdraw)(?:ing|ed|n)?\s+(?:this|that|it|the\s+above|all\s+of\s+(?:this|that)|my\s+\w+)\b",
     re.IGNORECASE,
 )
 #: The agent reporting what it believed before ("earlier I said …", "my first guess was …"): what
