@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from gym_trainfail.cases import load_case
+from gym_trainfail.diagnosis.fixtures import check_fixtures
 from gym_trainfail.diagnosis.judges import RubricJudge
 from gym_trainfail.diagnosis.reading import views
 from gym_trainfail.diagnosis.rubric import Concept, Fixture, Rubric
@@ -89,6 +91,8 @@ def test_correct_statements_in_natural_wordings(statement: str) -> None:
         "It is not true that the planner misses the head; three buffers; checkpoint inputs stay live.",
         # an incidental negation inside the match ("does not" in a gap the phrasing does not need)
         "The planner never misses the head. Three buffers. The checkpoint inputs stay live.",
+        # the claim needs the words of a negated clause (a negation ending at a comma still governs them)
+        "The planner misses the head, three buffers, but the checkpoint inputs don't stay live, so it fits.",
         # a denial after the claim
         "The planner misses the head, three buffers and checkpoint inputs stay live, which is not the cause.",
         # withdrawals in the forms agents write
@@ -149,3 +153,21 @@ def test_views_keep_offsets_into_the_statement() -> None:
             if c.strip() and c not in "._":
                 assert statement[view.origin[i]] == c
     assert any("fc1 weight" in v.text for v in views(statement))
+
+
+ENVS = Path(__file__).resolve().parents[1] / "envs"
+
+
+@pytest.mark.parametrize(
+    "folder", ["ddp_token_average", "tp_clip_grad_norm", "fsdp_source_coherence", "admission_backward_oom"]
+)
+def test_each_rubric_classifies_its_development_statements(
+    folder: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rubrics' fixtures (author statements and the development batches, incl. negation-shaped
+    true statements and withdrawals) all judged as written; held-out sets are not read here."""
+    monkeypatch.setenv("TRAINFAIL_HOME", str(tmp_path))
+    rubric = load_case(ENVS / folder).rubric
+    assert rubric is not None and len(rubric.fixtures) >= 80
+    check = check_fixtures(rubric, RubricJudge())
+    assert check.misjudged == () and check.precision == check.recall == 1.0

@@ -226,7 +226,7 @@ def assertions(patterns: Sequence[re.Pattern[str]], view: View, *, wrong: bool) 
             pairs = ((view.text, match.start(), match.end()), (view.source, start, end))
             if any(_denied_after(t, e) or _judged_false(t, b) for t, b, e in pairs):
                 continue
-            if _hypothetical(view.text, match.start()) or _reported_past(view.text, match.start()):
+            if _hypothetical(view.text, match.start()) or _reported_past(view.text, match.start(), match.end()):
                 continue
             found.append(Assertion(start, end))
     return sorted(found, key=lambda a: a.start)
@@ -240,20 +240,25 @@ def _negated_before(text: str, match: re.Match[str], *, wrong: bool) -> bool:
 
 
 def _negated_inside(pattern: re.Pattern[str], match: re.Match[str], *, wrong: bool) -> bool:
-    """Whether a negation word inside the match negates it: one whose clause reaches the match's
-    end and that the phrasing does not need (the match survives with the word blanked out)."""
+    """Whether a negation word inside the match negates it: the match needs the words of the
+    negation's clause (it does not survive with that clause blanked out) but not the negation word
+    itself (it survives with only the word blanked out: the phrasing was not written with it)."""
     text = match.group(0)
     breaks = STRONG_BREAK if wrong else CLAUSE_BREAK
     for negation in negations(text):
-        if breaks.search(text, negation.end()):
-            continue  # its clause ends inside the match
-        blanked = text[: negation.start()] + "x" * (negation.end() - negation.start()) + text[negation.end() :]
-        again = list(pattern.finditer(blanked))
-        if not again:
+        stop = breaks.search(text, negation.end())
+        clause_end = stop.start() if stop else len(text)
+        if _survives(pattern, text, negation.start(), clause_end):
+            continue  # the claim stands without the negated clause: "averaging, not summing, over its own"
+        if not _survives(pattern, text, negation.start(), negation.end()):
             continue  # the phrasing needs the word: "doesn't account for", "no tensor_model_parallel"
-        if all(m.start() < negation.end() and negation.start() < m.end() for m in again):
-            return True
+        return True
     return False
+
+
+def _survives(pattern: re.Pattern[str], text: str, start: int, end: int) -> bool:
+    """Whether ``pattern`` still matches ``text`` with ``[start, end)`` blanked out."""
+    return pattern.search(text[:start] + "x" * (end - start) + text[end:]) is not None
 
 
 def _hypothetical(text: str, at: int) -> bool:
@@ -269,12 +274,12 @@ def _hypothetical(text: str, at: int) -> bool:
     return bool(OPEN_QUESTION.search(text, breaks[-1].end() if breaks else begin, at))
 
 
-def _reported_past(text: str, at: int) -> bool:
-    """Whether the match at ``at`` reports an earlier belief ("earlier I said X", "my first guess
-    was X"): such a marker before it in its clause (commas do not end it)."""
+def _reported_past(text: str, at: int, end: int) -> bool:
+    """Whether the match ``[at, end)`` reports an earlier belief ("earlier I said X", "my first
+    guess was X"): such a marker before it in its clause (commas do not end it), or inside it."""
     begin = _sentence_start(text, at)
     breaks = list(STRONG_BREAK.finditer(text, begin, at))
-    return bool(PAST_BELIEF.search(text, breaks[-1].end() if breaks else begin, at))
+    return bool(PAST_BELIEF.search(text, breaks[-1].end() if breaks else begin, end))
 
 
 def _judged_false(text: str, start: int) -> bool:
