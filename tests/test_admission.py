@@ -4,6 +4,7 @@ admit) is caught with the command to run. Fast: digests and JSON only, except th
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from dataclasses import replace
@@ -25,7 +26,7 @@ from gym_trainfail.admission import (
     write_record,
 )
 from gym_trainfail.cases import CaseSpec, load_case
-from gym_trainfail.cli import main
+from gym_trainfail.cli import _parser, _write_admission_record, main
 from gym_trainfail.qualify import qualify
 from gym_trainfail.registry import default_registry
 from gym_trainfail.runtimes import Runtime
@@ -244,9 +245,6 @@ def test_qualify_writes_a_record_only_from_the_full_gate(
     case_copy: Path, runtime: Runtime, bwrap_usable: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     case = load_case(case_copy)
-    assert main(["qualify", str(case_copy), "--sandbox", "bwrap", "--repeats", "2"]) == 0
-    assert "no admission record written" in capsys.readouterr().err
-    assert load_record(case) is None
     assert main(["qualify", str(case_copy), "--sandbox", "bwrap", "--wrong-repairs"]) == 0
     assert "admission record written" in capsys.readouterr().err
     record = load_record(case)
@@ -259,6 +257,7 @@ def test_qualify_writes_a_record_only_from_the_full_gate(
     result = qualify(
         case,
         sandbox="bwrap",
+        repeats=1,
         wrong_repairs=True,
         hints={"wrong:off-by-one-up": "runs"},
         progress=lambda label, scenario, outcome: seen.append((label, scenario)) if outcome else None,
@@ -267,3 +266,13 @@ def test_qualify_writes_a_record_only_from_the_full_gate(
     wrong = [scenario for label, scenario in seen if label.startswith("wrong:")]
     assert wrong == ["runs", "answer"]
     assert [v.receipt.status for v in result.variants if v.kind == "wrong"] == ["fail"]
+    # Only the full gate writes a record: one repeat, or no wrong repairs, leaves the old one alone.
+    before = record_path(case).read_bytes()
+    for argv in (["--wrong-repairs", "--repeats", "1"], ["--repeats", "2"]):
+        _write_admission_record(_qualify_args(argv), case, result)
+        assert "no admission record written" in capsys.readouterr().err
+    assert record_path(case).read_bytes() == before
+
+
+def _qualify_args(extra: list[str]) -> argparse.Namespace:
+    return _parser().parse_args(["qualify", "ignored", "--sandbox", "bwrap", *extra])
