@@ -781,9 +781,8 @@ def _qualify_all(args: argparse.Namespace) -> int:
     if args.out or args.json:
         raise TrainFailError("--all prints tables and writes records; run one case at a time for --out or --json")
     registry = default_registry()
-    if registry.refused:
-        folders = ", ".join(sorted(registry.refused))
-        raise TrainFailError(f"some case folders do not load ({folders}); fix them (`trainfail cases`) first")
+    for folder, reason in registry.refused.items():  # still an error at the end: that case has no record
+        err.print(escape(f"refused, not qualified: {folder}: {reason}"), highlight=False, soft_wrap=True)
     summary: list[tuple[str, bool, float]] = []
     for case in registry:
         if args.profile not in (None, DEFAULT_PROFILE, *case.profiles):
@@ -794,7 +793,7 @@ def _qualify_all(args: argparse.Namespace) -> int:
         summary.append((case.id, code == 0, time.monotonic() - started))
     for case_id, admitted, seconds in summary:
         out.print(escape(f"{case_id:<40} {'admitted' if admitted else 'REFUSED':<9} {seconds:6.0f} s"), highlight=False)
-    return 0 if all(admitted for _, admitted, _ in summary) else 1
+    return 0 if all(admitted for _, admitted, _ in summary) and not registry.refused else 1
 
 
 def _qualify_one(args: argparse.Namespace, case: CaseSpec) -> int:
