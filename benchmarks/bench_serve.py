@@ -35,6 +35,8 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results"
 ECHO = REPO / "tests" / "fixtures" / "cases" / "echo_case"
 TRIVIAL = {"tool": "shell", "arguments": {"command": "true"}}
+#: Steps timed per episode (the echo case allows 40; three warm-up steps come first).
+STEPS_PER_EPISODE = 30
 
 
 def start_server(case: str, runs: Path, token: str) -> tuple[subprocess.Popen[str], str]:
@@ -76,7 +78,10 @@ def measure(case_id: str, repeats: int) -> dict[str, Any]:
                     env.step(TRIVIAL)
                     remote.step(action)
                 local, served, protocol = [], [], []
-                for _ in range(repeats):
+                for index in range(repeats):
+                    if index and index % STEPS_PER_EPISODE == 0:  # the case's step budget: a fresh episode
+                        env.reset(seed=0)
+                        remote.reset()
                     started = time.perf_counter()
                     env.step(TRIVIAL)
                     local.append(time.perf_counter() - started)

@@ -92,6 +92,7 @@ def test_mockllm_repairs_the_echo_case_to_score_1(
     assert first is not None and first.revision == 1
 
 
+@pytest.mark.slow  # two CLI processes (inspect eval, trainfail grade): about 25 s on a loaded 2-core machine
 def test_fake_openai_model_through_inspect_eval_and_trainfail_grade(
     echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None, tmp_path: Path
 ) -> None:

@@ -62,16 +62,22 @@ def start_server(tmp: Path, *extra: str, max_sessions: int = 8) -> Server:
     command = [sys.executable, "-m", "gym_trainfail.cli", "serve", "--cases", str(ECHO_CASE), "--sandbox", "bwrap",
                "--port", "0", "--runs", str(runs), "--max-sessions", str(max_sessions), *extra]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr.open("w"), env=env, text=True)
-    assert process.stdout is not None
-    ready: list[str] = []
-    reader = threading.Thread(target=lambda: ready.append(process.stdout.readline() if process.stdout else ""))
-    reader.start()
-    reader.join(START_TIMEOUT_S)
-    if not ready or not ready[0]:
+    ready = read_line(process, START_TIMEOUT_S)
+    if not ready:
         process.kill()
         pytest.fail(f"trainfail serve did not start within {START_TIMEOUT_S} s: {stderr.read_text()[-2000:]}")
-    line = json.loads(ready[0])
+    line = json.loads(ready)
     return Server(url=line["url"], runs=runs, process=process, stderr=stderr)
+
+
+def read_line(process: subprocess.Popen[str], timeout_s: float) -> str:
+    """The next line ``process`` prints, waiting at most ``timeout_s`` ("" if none came)."""
+    line: list[str] = []
+    reader = threading.Thread(target=lambda: line.append(process.stdout.readline() if process.stdout else ""))
+    reader.daemon = True
+    reader.start()
+    reader.join(timeout_s)
+    return line[0].strip() if line else ""
 
 
 def stop_server(server: Server) -> int:
@@ -275,7 +281,7 @@ def test_a_killed_clients_episode_resumes(server: Server) -> None:
         [sys.executable, "-c", KILLED_CLIENT, server.url, TOKEN], stdout=subprocess.PIPE, text=True
     )
     try:
-        assert client.stdout is not None and client.stdout.readline().strip() == "written"
+        assert read_line(client, 120) == "written"
     finally:
         client.kill()
         client.wait(30)

@@ -18,13 +18,21 @@ from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
 
 from gym_trainfail.serve.models import TrainFailAction, TrainFailObservation, TrainFailState
+from gym_trainfail.tools import MAX_JOB_TIMEOUT_S
+
+#: How long a step may take before the client gives up: the longest job, plus time to grade.
+STEP_TIMEOUT_S = MAX_JOB_TIMEOUT_S + 1800
 
 
 class TrainFailClient(EnvClient):  # openenv ships no type information: EnvClient is Any
     """A session on a ``trainfail serve`` server (one episode at a time)."""
 
     def __init__(self, base_url: str, token: str, **options: Any) -> None:
+        """``options`` are :class:`EnvClient`'s. ``message_timeout_s`` defaults to
+        :data:`STEP_TIMEOUT_S` rather than OpenEnv's 60 s: a ``run_job`` step may run for an
+        hour and the step that ends an episode waits for its grading."""
         headers = {"Authorization": f"Bearer {token}", **options.pop("headers", {})}
+        options.setdefault("message_timeout_s", STEP_TIMEOUT_S)
         super().__init__(base_url=base_url, headers=headers, **options)
 
     def _step_payload(self, action: TrainFailAction) -> dict[str, Any]:
