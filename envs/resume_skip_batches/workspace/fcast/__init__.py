@@ -1,0 +1,1 @@
+"""fcast: the demand-forecasting regressor and its data-parallel training loop."""
