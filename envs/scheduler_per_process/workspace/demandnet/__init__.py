@@ -1,0 +1,1 @@
+"""demandnet: data-parallel training of a small demand-forecasting MLP with Accelerate."""
