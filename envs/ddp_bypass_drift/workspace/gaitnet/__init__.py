@@ -1,0 +1,1 @@
+"""gaitnet: activity classification from paired wrist/ankle sensor windows."""
