@@ -29,7 +29,7 @@ from gym_trainfail.reach.results import (
     term_pattern,
 )
 from gym_trainfail.reach.spec import spec_path
-from gym_trainfail.reach.workflow import VariantResult
+from gym_trainfail.reach.workflow import VariantResult, instrumentable
 from gym_trainfail.runtimes import Runtime, build_runtime
 
 from .conftest import ECHO_CASE
@@ -374,3 +374,17 @@ def test_the_manual_stays_neutral() -> None:
                 }
         found = sorted(w for w in words if w in manual)
         assert not found, f"the manual names {found} of {case.id}"
+
+
+def test_the_instrumentable_copy_runs_as_a_script_under_traincheck() -> None:
+    """No __future__ import (TrainCheck's set-up goes above it), the docstring kept as __doc__,
+    relative imports made absolute (the copy runs as a script)."""
+    source = '"""Train.\n\nMore."""\nfrom __future__ import annotations\n\nfrom . import a\nfrom .b import c\n'
+    source += "def f():\n    from ..d import e\n"
+    copy = instrumentable(source, "pkg.sub")
+    assert copy.startswith('__doc__ = """Train.')
+    assert "__future__" not in copy
+    assert "from pkg.sub import a\nfrom pkg.sub.b import c\n" in copy and "    from pkg.d import e" in copy
+    namespace: dict[str, object] = {}
+    exec(compile(copy.split("from pkg")[0], "copy", "exec"), namespace)  # noqa: S102 - our own literal
+    assert namespace["__doc__"] == "Train.\n\nMore."

@@ -252,6 +252,7 @@ class StudyTraincheckAgent(StudyAgent):
         """Run the workflow through the env's tools; whether a violation names the culprit
         (``None`` when the episode ended meanwhile)."""
         entry, tc_entry = spec.entry, _tc_entry(spec)
+        package = ".".join(Path(spec.entry).parent.parts)
         runs = spec.runs
         prepare: list[tuple[str, dict[str, Any]] | str] = [
             ("write_file", {"path": f"{TC_DIR}/{name}", "content": (spec.folder / name).read_text(encoding="utf-8")})
@@ -262,7 +263,9 @@ class StudyTraincheckAgent(StudyAgent):
                 "shell",
                 {
                     "command": f"sed '/^from __future__ import/d' {entry} > {tc_entry} && "
-                    f'sed -i \'0,/^"""/s//__doc__ = """/\' {tc_entry}'
+                    f'sed -i \'0,/^"""/s//__doc__ = """/\' {tc_entry} && '
+                    f"sed -i 's/^from \\.\\([A-Za-z_]\\)/from {package}.\\1/; s/^from \\. import/from {package} import/' "
+                    f"{tc_entry}"
                 },
             )
         )

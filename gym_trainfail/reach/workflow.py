@@ -190,7 +190,8 @@ class Workflow:
         entry = workspace / self.spec.entry
         if not entry.is_file():
             raise StepFailed(f"the reach spec's entry {self.spec.entry!r} is not a file in the workspace")
-        source = instrumentable(entry.read_text(encoding="utf-8"))
+        package = ".".join(Path(self.spec.entry).parent.parts)
+        source = instrumentable(entry.read_text(encoding="utf-8"), package)
         self.tc_entry.parent.mkdir(parents=True, exist_ok=True)
         (workspace / self.tc_entry).write_text(source, encoding="utf-8")
         arm = get_arm("traincheck")
@@ -364,13 +365,16 @@ class Workflow:
         result.healthy = self._checks[keys["healthy"]]
 
 
-def instrumentable(source: str) -> str:
+def instrumentable(source: str, package: str = "") -> str:
     """An entry script as TrainCheck can instrument it. TrainCheck inserts its set-up code above
     the first line, so a ``from __future__`` import would become a SyntaxError (it is dropped:
     annotations are then evaluated, which entry scripts of this kind survive), and the module
     docstring would stop being one (``__doc__`` becomes ``None``, and ``argparse`` descriptions
-    built from it crash): it becomes an explicit ``__doc__ = ...`` assignment."""
+    built from it crash): it becomes an explicit ``__doc__ = ...`` assignment. The copy runs as a
+    script, so relative imports become absolute ones in ``package`` (the entry's package)."""
     source = FUTURE_RE.sub("", source)
+    if package:
+        source = _absolute_imports(source, package)
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -386,6 +390,21 @@ def instrumentable(source: str) -> str:
         lines[first.lineno - 1] = "__doc__ = " + lines[first.lineno - 1]
         source = "".join(lines)
     return source
+
+
+RELATIVE_IMPORT_RE = re.compile(r"^(\s*)from (\.+)([\w.]*) import ", re.MULTILINE)
+
+
+def _absolute_imports(source: str, package: str) -> str:
+    parts = package.split(".")
+
+    def absolute(match: re.Match[str]) -> str:
+        up = len(match.group(2)) - 1
+        base = parts[: len(parts) - up] if up else parts
+        target = ".".join([*base, match.group(3)] if match.group(3) else base)
+        return f"{match.group(1)}from {target} import "
+
+    return RELATIVE_IMPORT_RE.sub(absolute, source)
 
 
 def _failure(result: ExecResult, timeout_s: float) -> str:
