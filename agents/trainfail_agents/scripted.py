@@ -264,8 +264,8 @@ class StudyTraincheckAgent(StudyAgent):
                 {
                     "command": f"sed '/^from __future__ import/d' {entry} > {tc_entry} && "
                     f'sed -i \'0,/^"""/s//__doc__ = """/\' {tc_entry} && '
-                    f"sed -i 's/^from \\.\\([A-Za-z_]\\)/from {package}.\\1/; s/^from \\. import/from {package} import/' "
-                    f"{tc_entry}"
+                    f"sed -i 's/^from \\.\\([A-Za-z_]\\)/from {package}.\\1/; "
+                    f"s/^from \\. import/from {package} import/' {tc_entry}"
                 },
             )
         )
