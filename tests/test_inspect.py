@@ -14,22 +14,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from inspect_ai import eval as inspect_eval
+from inspect_ai.log import read_eval_log
+from inspect_ai.model import ContentReasoning, ContentText, ModelOutput, ModelUsage, get_model
 
-pytest.importorskip("inspect_ai", reason="the [inspect] extra is not installed (make setup installs it)")
-
-from inspect_ai import eval as inspect_eval  # noqa: E402
-from inspect_ai.log import read_eval_log  # noqa: E402
-from inspect_ai.model import ContentReasoning, ContentText, ModelOutput, ModelUsage, get_model  # noqa: E402
-
-from gym_trainfail.cases import CaseSpec  # noqa: E402
-from gym_trainfail.episode import grade_run  # noqa: E402
-from gym_trainfail.inspect import task_name, trainfail_task  # noqa: E402
-from gym_trainfail.ledger import read_events, summarize  # noqa: E402
-from gym_trainfail.registry import default_registry  # noqa: E402
-from gym_trainfail.runtimes import Runtime  # noqa: E402
-from tests.conftest import ECHO_CASE  # noqa: E402
-from trainfail_agents.fake_openai import FakeOpenAIServer, call, turn  # noqa: E402
-from trainfail_agents.scripted import patched_files  # noqa: E402
+from gym_trainfail.cases import CaseSpec
+from gym_trainfail.episode import grade_run
+from gym_trainfail.inspect import task_name, trainfail_task
+from gym_trainfail.ledger import read_events, summarize
+from gym_trainfail.registry import default_registry
+from gym_trainfail.runtimes import Runtime
+from tests.conftest import ECHO_CASE
+from trainfail_agents.fake_openai import FakeOpenAIServer, call, turn
+from trainfail_agents.scripted import patched_files
 
 REPO = Path(__file__).resolve().parents[1]
 KEY = "sk-fake-inspect-key-9a8b7c6d5e4f"

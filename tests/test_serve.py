@@ -23,20 +23,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from openenv.core.generic_client import GenericEnvClient
 
-pytest.importorskip("openenv", reason="the [serve] extra is not installed (make setup installs it)")
-
-from openenv.core.generic_client import GenericEnvClient  # noqa: E402
-
-from gym_trainfail.cases import CaseSpec  # noqa: E402
-from gym_trainfail.env import TrainFailEnv  # noqa: E402
-from gym_trainfail.ledger import read_events  # noqa: E402
-from gym_trainfail.runtimes import Runtime  # noqa: E402
-from gym_trainfail.serve import TrainFailAction, TrainFailClient  # noqa: E402
-from gym_trainfail.serve.auth import BearerAuth, check_token  # noqa: E402
-from gym_trainfail.serve.models import MAX_ACTION_CHARS  # noqa: E402
-from tests.conftest import ECHO_CASE  # noqa: E402
-from trainfail_agents.scripted import patched_files  # noqa: E402
+from gym_trainfail.cases import CaseSpec
+from gym_trainfail.env import TrainFailEnv
+from gym_trainfail.ledger import read_events
+from gym_trainfail.runtimes import Runtime
+from gym_trainfail.serve import TrainFailAction, TrainFailClient
+from gym_trainfail.serve.auth import BearerAuth, check_token
+from gym_trainfail.serve.models import MAX_ACTION_CHARS
+from tests.conftest import ECHO_CASE
+from trainfail_agents.scripted import patched_files
 
 TOKEN = "test-serve-token-5d1c8e7f3a9b2c4d"
 #: Keys the in-process ``info`` dict may have (env._info and the end-of-episode additions).
