@@ -288,9 +288,11 @@ def test_a_killed_clients_episode_resumes(server: Server) -> None:
         assert time.monotonic() < deadline, "the server did not close the disconnected session's episode"
         time.sleep(0.2)
     assert [e.get("reason") for e in read_events(ledger) if e["event"] == "finish"] == ["close"]
-    with server.client() as env:
+    with server.client() as env, server.client() as other:
         resumed = env.reset(resume="killed")
         assert resumed.observation.info["resumed"] is True
+        with pytest.raises(RuntimeError, match="open in another session"):
+            other.reset(resume="killed")
         assert act(env, "read_file", path="notes.txt").observation.text.strip() == "kept"
         assert act(env, "finish").observation.info["step"] == 3
     events = read_events(ledger)

@@ -94,6 +94,11 @@ class OpenSessions:
         with self._lock:
             self._sessions.discard(session)
 
+    def holder(self, episode_id: str) -> EpisodeSession | None:
+        """The session that has ``episode_id`` open, if any."""
+        with self._lock:
+            return next((s for s in self._sessions if s.episode_id == episode_id), None)
+
     def __iter__(self) -> Iterator[EpisodeSession]:
         with self._lock:
             return iter(list(self._sessions))
@@ -250,6 +255,9 @@ class EpisodeSession(Environment):  # openenv ships no type information: Environ
         return env, observation, info
 
     def _resume(self, episode_id: str, seed: int | None) -> tuple[TrainFailEnv, str, dict[str, Any]]:
+        holder = self.config.open.holder(episode_id)
+        if holder is not None and holder is not self:
+            raise TrainFailError(f"episode {episode_id!r} is open in another session; close that session first")
         run_dir = self.config.runs_root / episode_id
         try:
             meta = json.loads((run_dir / "episode.json").read_text())
