@@ -111,12 +111,11 @@ class RubricJudge:
 
 def _asserted(concept: Concept, read: Sequence[Any], taken_back: Sequence[Any], *, wrong: bool) -> Assertion | None:
     """The first assertion of ``concept`` that is not withdrawn later, in any view."""
-    live: list[Assertion] = []
+    found: list[Assertion] = []
     for view in read:
-        live += [
-            a for a in assertions(concept.phrasings, view, wrong=wrong) if not withdrawn(a, taken_back, wrong=wrong)
-        ]
-    return min(live, key=lambda a: (a.start, -a.end), default=None)
+        found += assertions(concept.phrasings, view, wrong=wrong,
+                            live=lambda a: not withdrawn(a, taken_back, wrong=wrong))  # fmt: skip
+    return min(found, key=lambda a: (a.start, -a.end), default=None)
 
 
 def _quote(statement: str, assertion: Assertion) -> str:

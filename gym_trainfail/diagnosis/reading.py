@@ -2,11 +2,12 @@
 
 A phrasing's match is an assertion unless
 
-- a negation governs it: a negation word before it in the same clause (commas, parentheses and
-  spaced dashes end a clause for the mechanism's concepts; for known wrong explanations only stronger breaks
-  do, so "not the learning rate, padding or accumulation" rejects all three), or a negation word
-  inside the match that the phrasing does not need (``README never documents 42`` under
-  ``README.{0,60}42``; a phrasing written *with* its negation, ``doesn't account for``, keeps it);
+- a negation governs it: a negation word before it in the same clause (for the mechanism's
+  concepts commas, parentheses, spaced dashes and "and"/"so" before a new subject end a clause;
+  for known wrong explanations only stronger breaks do, so "not the learning rate, padding or
+  accumulation" rejects all three), or a negation word inside the match that the phrasing does
+  not need (``README never documents 42`` under ``README.{0,60}42``; a phrasing written *with*
+  its negation, ``doesn't account for``, keeps it);
 - a denial follows it in its clause ("… is not the cause", "… is harmless", "ruled out"), or its
   sentence or list item is marked false after it ("… - rejected", "… (ruled out: …)");
 - it only supposes: a conditional sentence with a modal ("If X were …, Y would …", "X would …,
@@ -28,8 +29,10 @@ an assertion comes from is always a substring of the original statement.
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 #: Words that take back what follows them in their clause ("not the per-rank mean").
@@ -46,10 +49,16 @@ NOT_NEGATION = re.compile(
 )
 #: Where a clause ends for a concept: a negation does not reach past it.
 CLAUSE_BREAK = re.compile(
-    r"[;!?\n,()]|[.:](?=\s|$)|\s[-–—]+\s|—|--|\b(?:but|however|although|though|whereas|yet)\b", re.IGNORECASE
+    r"[;!?\n,()]|[.:](?=\s|$)|\s[-–—]+\s|—|--|\b(?:but|however|although|though|whereas|yet)\b"
+    r"|\b(?:and|so)\s+(?=(?:the|this|that|these|those|it|they|its|their|so|then|thus|hence|therefore)\b)",
+    re.IGNORECASE,
 )
 #: Where a clause ends for a known wrong explanation (commas do not end it).
 STRONG_BREAK = re.compile(r"[;!?\n]|[.:](?=\s|$)|\b(?:but|however|although|whereas)\b", re.IGNORECASE)
+#: Matches of one phrasing read per view, and the sentence length read each side of a match:
+#: bounded work on long or adversarial statements.
+MAX_MATCHES = 64
+MAX_SENTENCE = 1500
 #: How far before a match a negation word is looked for.
 NEGATION_REACH = 56
 #: A denial of what precedes it, in the same clause ("… is not the cause", "… is harmless").
@@ -212,24 +221,34 @@ class Assertion:
     end: int
 
 
-def assertions(patterns: Sequence[re.Pattern[str]], view: View, *, wrong: bool) -> list[Assertion]:
-    """The matches of ``patterns`` in ``view`` that assert what they say (not negated, not denied),
-    as spans of the original statement, in order."""
+def assertions(
+    patterns: Sequence[re.Pattern[str]], view: View, *, wrong: bool, live: Callable[[Assertion], bool] = bool
+) -> list[Assertion]:
+    """Per phrasing, its first match in ``view`` that asserts what it says (not negated, denied,
+    supposed or reported) and that ``live`` accepts (not withdrawn later), as a span of the
+    original statement; at most :data:`MAX_MATCHES` matches of a phrasing are read (bounded work
+    on long or adversarial text)."""
     found = []
     for pattern in patterns:
-        for match in pattern.finditer(view.text):
+        for n, match in enumerate(pattern.finditer(view.text)):
+            if n >= MAX_MATCHES:
+                break
             if match.end() == match.start():
                 continue
-            if _negated_before(view.text, match, wrong=wrong) or _negated_inside(pattern, match, wrong=wrong):
-                continue
-            start, end = view.span(match.start(), match.end())
-            pairs = ((view.text, match.start(), match.end()), (view.source, start, end))
-            if any(_denied_after(t, e) or _judged_false(t, b) for t, b, e in pairs):
-                continue
-            if _hypothetical(view.text, match.start()) or _reported_past(view.text, match.start(), match.end()):
-                continue
-            found.append(Assertion(start, end))
+            assertion = Assertion(*view.span(match.start(), match.end()))
+            if live(assertion) and _asserts(pattern, match, view, assertion, wrong=wrong):
+                found.append(assertion)
+                break
     return sorted(found, key=lambda a: a.start)
+
+
+def _asserts(pattern: re.Pattern[str], match: re.Match[str], view: View, at: Assertion, *, wrong: bool) -> bool:
+    if _negated_before(view.text, match, wrong=wrong) or _negated_inside(pattern, match, wrong=wrong):
+        return False
+    pairs = ((view.text, match.start(), match.end()), (view.source, at.start, at.end))
+    if any(_denied_after(t, e) or _judged_false(t, b) for t, b, e in pairs):
+        return False
+    return not (_hypothetical(view.text, match.start()) or _reported_past(view.text, match.start(), match.end()))
 
 
 def _negated_before(text: str, match: re.Match[str], *, wrong: bool) -> bool:
@@ -264,10 +283,8 @@ def _survives(pattern: re.Pattern[str], text: str, start: int, end: int) -> bool
 def _hypothetical(text: str, at: int) -> bool:
     """Whether the match at ``at`` sits in a conditional sentence ("If X were …, Y would …") or in
     a question the agent means to check ("check whether X")."""
-    starts = [m.end() for m in PROSE_SENTENCE_END.finditer(text, 0, at)]
-    begin = starts[-1] if starts else 0
-    stop = PROSE_SENTENCE_END.search(text, at)
-    sentence = text[begin : stop.start() if stop else len(text)]
+    begin, stop = _prose_sentence(text, at)
+    sentence = text[begin:stop]
     if (CONDITIONAL.match(sentence) or ONLY_IF.search(sentence)) and MODAL.search(sentence):
         return True
     breaks = list(CLAUSE_BREAK.finditer(text, begin, at))
@@ -277,7 +294,7 @@ def _hypothetical(text: str, at: int) -> bool:
 def _reported_past(text: str, at: int, end: int) -> bool:
     """Whether the match ``[at, end)`` reports an earlier belief ("earlier I said X", "my first
     guess was X"): such a marker before it in its clause (commas do not end it), or inside it."""
-    begin = _sentence_start(text, at)
+    begin = max(_sentence_start(text, at), at - MAX_SENTENCE)
     breaks = list(STRONG_BREAK.finditer(text, begin, at))
     return bool(PAST_BELIEF.search(text, breaks[-1].end() if breaks else begin, end))
 
@@ -285,8 +302,24 @@ def _reported_past(text: str, at: int, end: int) -> bool:
 def _judged_false(text: str, start: int) -> bool:
     """Whether the agent marks the claim starting at ``start`` false in the rest of its sentence
     or list item ("… - rejected", "… (ruled out: …)")."""
-    stop = PROSE_SENTENCE_END.search(text, start)
-    return bool(VERDICT_FALSE.search(text, start, stop.start() if stop else len(text)))
+    return bool(VERDICT_FALSE.search(text, start, _prose_sentence(text, start)[1]))
+
+
+@functools.lru_cache(maxsize=32)
+def _bounds(text: str, prose: bool) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Where the sentence breaks of ``text`` start and end (computed once per text)."""
+    found = list((PROSE_SENTENCE_END if prose else SENTENCE_BREAK).finditer(text))
+    return tuple(m.start() for m in found), tuple(m.end() for m in found)
+
+
+def _prose_sentence(text: str, at: int) -> tuple[int, int]:
+    """The prose sentence (or list item) around ``at``, at most :data:`MAX_SENTENCE` each side."""
+    starts, ends = _bounds(text, True)
+    before = bisect.bisect_right(ends, at)
+    begin = ends[before - 1] if before else 0
+    after = bisect.bisect_left(starts, at)
+    stop = starts[after] if after < len(starts) else len(text)
+    return max(begin, at - MAX_SENTENCE), min(stop, at + MAX_SENTENCE)
 
 
 def _denied_after(text: str, end: int) -> bool:
@@ -332,8 +365,9 @@ def _target(text: str, match: re.Match[str], reach: int) -> str:
 
 
 def _sentence_start(text: str, at: int) -> int:
-    starts = [m.end() for m in SENTENCE_BREAK.finditer(text, 0, at)]
-    return starts[-1] if starts else 0
+    ends = _bounds(text, False)[1]
+    before = bisect.bisect_right(ends, at)
+    return ends[before - 1] if before else 0
 
 
 def withdrawn(assertion: Assertion, taken_back: Sequence[Withdrawal], *, wrong: bool) -> bool:
