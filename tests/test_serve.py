@@ -325,13 +325,17 @@ def test_sigterm_closes_open_episodes_resumable_after_their_step(server: Server,
 
     def slow_step() -> None:
         try:
-            answered.append(act(env, "shell", command="sleep 4; echo late > after.txt; echo done"))
+            answered.append(act(env, "shell", command="touch started; sleep 4; echo late > after.txt; echo done"))
         except BaseException as exc:  # noqa: BLE001 - the server may close the socket first
             answered.append(exc)
 
     stepping = threading.Thread(target=slow_step)
     stepping.start()
-    time.sleep(1.5)  # the shell step is running
+    started = server.runs / "sigterm" / "workspace" / "started"
+    deadline = time.monotonic() + 120
+    while not started.exists():  # wait until the shell step runs in the sandbox
+        assert time.monotonic() < deadline, "the shell step did not start"
+        time.sleep(0.05)
     status = stop_server(server)
     stepping.join(60)
     assert status in (0, -signal.SIGTERM)
