@@ -151,3 +151,11 @@ def test_a_set_serves_later_versions_of_its_case_only() -> None:
     assert not _same_case("TrainFail/Echo-v1", "TrainFail/Echo-v0")
     assert not _same_case("TrainFail/Other-v0", "TrainFail/Echo-v1")
     assert not _same_case("TrainFail/Echo-vX", "TrainFail/Echo-v1")
+
+
+def test_qualify_diagnosis_only_runs_no_training() -> None:
+    found = subprocess.run([sys.executable, "-m", "gym_trainfail.cli", "qualify", str(ECHO_CASE), "--diagnosis-only"],
+                           capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    assert "diagnosis rubric (rubric judge) on 7 fixtures: precision 100%, recall 100%" in found.stdout
+    assert "held-out statements (rubric judge) on 8: precision 100%, recall 100%" in found.stdout
+    assert "qualifying" not in found.stderr  # no scenario was run
