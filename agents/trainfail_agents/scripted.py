@@ -278,9 +278,10 @@ class StudyTraincheckAgent(StudyAgent):
         for item in prepare:
             if _step(talk, item)[1]:
                 return None
-        collect = (f"traincheck-collect -p {tc_entry} -s {TC_DIR}/launch-{{role}}.sh --model-tracker-style "
-                   f"{spec.tracker} --models-to-track {' '.join(spec.models_to_track)} -t {' '.join(spec.modules)} "
-                   f"--output-dir /workspace/{TC_DIR}/{{role}}")  # fmt: skip
+        tracking = (f"--model-tracker-style {spec.tracker} --models-to-track {' '.join(spec.models_to_track)} "
+                    if spec.models_to_track else "")  # fmt: skip
+        collect = (f"traincheck-collect -p {tc_entry} -s {TC_DIR}/launch-{{role}}.sh {tracking}"
+                   f"-t {' '.join(spec.modules)} --output-dir /workspace/{TC_DIR}/{{role}}")  # fmt: skip
         job = {"command": collect.format(role="trusted"), "devices": runs["trusted"].devices, "timeout_s": 1800}
         if _step(talk, ("run_job", job))[1]:
             return None

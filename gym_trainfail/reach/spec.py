@@ -13,7 +13,8 @@ flags (relation types, selective collection, more steps) and each gets its own r
 Schema (every key is checked; a broken spec is refused with the file and key named)::
 
     entry = "sft/train.py"            # the entry script, relative to the workspace
-    models_to_track = ["model"]       # --models-to-track (the variable the model is assigned to)
+    models_to_track = ["model"]       # --models-to-track (the variable the model is assigned to;
+                                      # [] traces API calls only)
     tracker = "subclass"              # --model-tracker-style: proxy | subclass | sampler
     modules = ["torch"]               # -t (modules whose APIs are traced)
     setup = "python scripts/x.py"     # optional: run once in the workspace before collecting
@@ -256,9 +257,9 @@ class _Check:
         for name in files:
             if not (self.path.parent / name).is_file():
                 self.fail("files", f"{name!r} is not a file in {self.path.parent}")
+        if "models_to_track" not in data:
+            self.fail("models_to_track", "missing: the model variables to track, or [] to trace API calls only")
         models = self.words(data, "models_to_track", "", IDENT_RE)
-        if not models:
-            self.fail("models_to_track", "name at least one model variable of the entry script")
         spec = ReachSpec(
             path=self.path,
             entry=entry,

@@ -13,9 +13,11 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import os
 import re
 import shlex
 import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -298,9 +300,10 @@ class Workflow:
         (self.sandbox.host_workspace / launcher).write_text(
             f"cd {WORKSPACE}\nexport PYTHONPATH={WORKSPACE}\n{run.launch(entry)}\n", encoding="utf-8"
         )
-        argv = ["traincheck-collect", "-p", entry, "-s", launcher, "--model-tracker-style", self.spec.tracker,
-                "--models-to-track", *self.spec.models_to_track, "-t", *self.spec.modules,
+        argv = ["traincheck-collect", "-p", entry, "-s", launcher, "-t", *self.spec.modules,
                 *variant.collect_args, "--output-dir", folder]  # fmt: skip
+        if self.spec.models_to_track:
+            argv += ["--model-tracker-style", self.spec.tracker, "--models-to-track", *self.spec.models_to_track]
         if invariants is not None:
             argv += ["--invariants", invariants]
         for attempt in range(COLLECT_ATTEMPTS):
@@ -309,6 +312,9 @@ class Workflow:
             command = f"cd {WORKSPACE} && rm -rf {shlex.quote(folder)} && {shlex.join(argv)}"
             step = self._exec(command, self.spec.timeout_s, devices=run.devices)
             step.name = f"collect {role}" + (f" (attempt {attempt + 1})" if attempt else "")
+            host_folder = self.sandbox.host_workspace / folder.removeprefix(f"{WORKSPACE}/")
+            if step.exit_code != 0:  # the pipeline's own last words say more than the collector's
+                step.note += " | program output: " + _tail(host_folder / "program_output.txt")
             step.note = step.note or f"{_folder_mb(self.sandbox.host_workspace, folder):.1f} MB of traces"
             result.steps.append(step)
             if step.exit_code == 0:
@@ -413,6 +419,21 @@ def _failure(result: ExecResult, timeout_s: float) -> str:
     tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
     how = "out of memory" if result.oom_killed else f"exit code {result.exit_code}"
     return f"{how}: " + " | ".join(line[:300] for line in tail)
+
+
+def _tail(path: Path, max_bytes: int = 4096) -> str:
+    """The last lines of a file the sandbox wrote (bounded; no links, no special files)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return "(none)"
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return "(not a regular file)"
+        handle.seek(max(0, info.st_size - max_bytes))
+        lines = handle.read(max_bytes).decode("utf-8", "replace").strip().splitlines()
+    return " | ".join(line[:300] for line in lines[-3:])
 
 
 def _folder_mb(workspace: Path, folder: str) -> float:
