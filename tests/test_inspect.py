@@ -146,3 +146,20 @@ def test_named_case_tasks_resolve_by_file_and_by_entry_point(
     assert done.returncode == 0, done.stderr[-2000:]
     [entry_log] = (tmp_path / "ep-logs").glob("*.eval")
     assert read_eval_log(str(entry_log), header_only=True).eval.task == "ddp_token_average"
+
+
+def test_an_inspect_limit_ends_the_episode_graded(
+    echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None, tmp_path: Path
+) -> None:
+    outputs = [tool_call("list_files", {}, (10, 1, 0)) for _ in range(5)]
+    task = trainfail_task(echo_case, sandbox="bwrap", runs=tmp_path / "runs")
+    model = get_model(MOCK, custom_outputs=outputs)
+    [log] = inspect_eval(task, model=model, log_dir=str(tmp_path / "logs"), display="none", message_limit=4)
+    assert log.samples is not None
+    [sample] = log.samples
+    assert sample.limit is not None and sample.limit.type == "message"
+    score = sample.scores["trainfail_grade"] if sample.scores else None
+    assert score is not None and score.value == 0.0 and score.explanation == "no-revision"
+    run_dir = Path(score.metadata["run_dir"] if score.metadata else "")
+    finish = [e for e in read_events(run_dir / "ledger.jsonl") if e["event"] == "finish"]
+    assert [e["reason"] for e in finish] == ["finish"]  # ended by the loop, not left open
