@@ -72,9 +72,10 @@ from gym_trainfail.diagnosis.judges import Judge, RubricJudge
 from gym_trainfail.diagnosis.llm_judge import JUDGE_BASE_URL_ENV, JUDGE_KEY_ENV, JUDGE_MODEL_ENV, LLMJudge
 from gym_trainfail.diagnosis.milestones import LABELS, MILESTONES
 from gym_trainfail.episode import EpisodeResult, RunGrades, grade_run, resume_episode, run_episode
-from gym_trainfail.errors import RuntimeMissingError, TrainFailError, missing_extra
+from gym_trainfail.errors import RuntimeMissingError, ToolError, TrainFailError, missing_extra
 from gym_trainfail.files import apply_patch
 from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome
+from gym_trainfail.hashing import TreeRefusedError
 from gym_trainfail.leaderboard import render_leaderboard
 from gym_trainfail.qualify import Qualification, qualify, qualify_diagnosis
 from gym_trainfail.reach.command import cmd_reach, print_reach, reach_json, reach_options
@@ -716,10 +717,14 @@ def _grade_submission(args: argparse.Namespace) -> int:
         workspace = Path(scratch) / "workspace"
         if args.patch is not None:
             shutil.copytree(case.workspace_dir, workspace, symlinks=True)
-            apply_patch(workspace, args.patch)
         # The revision is what a submit would record: snapshot rules, exclusions and limits.
         log = RevisionLog(Path(scratch) / "run")
-        number, _ = log.record(workspace if args.patch is not None else args.tree, case.workspace_exclude)
+        try:
+            if args.patch is not None:
+                apply_patch(workspace, args.patch)
+            number, _ = log.record(workspace if args.patch is not None else args.tree, case.workspace_exclude)
+        except (ToolError, TreeRefusedError) as exc:
+            raise TrainFailError(f"{source} cannot be graded as a revision: {exc}") from None
         revision = Path(scratch) / "revision"
         tree = log.checkout(number, revision)
         grader = Grader(case, sandbox=args.sandbox, cache=not args.no_cache)
@@ -824,7 +829,7 @@ def _qualify_one(args: argparse.Namespace, case: CaseSpec) -> int:
     else:
         _print_qualification(case, result)
     _write_admission_record(args, case, result)
-    return 0 if result.admitted else 1
+    return 0 if result.admitted and result.rubric_admitted else 1
 
 
 def _qualify_diagnosis_only(args: argparse.Namespace, case: CaseSpec, judge: Judge | None) -> int:
@@ -837,9 +842,9 @@ def _qualify_diagnosis_only(args: argparse.Namespace, case: CaseSpec, judge: Jud
         out.print(_rubric_line(result.rubric))
         if case.rubric is not None:
             out.print(escape(summary_line(result.heldout)), highlight=False)
-        for problem in result.problems:
+        for problem in result.diagnosis_problems:
             out.print(f"  - {escape(problem)}")
-    return 1 if result.problems else 0
+    return 1 if result.diagnosis_problems else 0
 
 
 def _write_admission_record(args: argparse.Namespace, case: CaseSpec, result: Qualification) -> None:
@@ -891,6 +896,11 @@ def _print_qualification(case: CaseSpec, result: Qualification) -> None:
     out.print(f"{verdict} in {result.seconds:.0f} s")
     for problem in result.problems:
         out.print(f"  - {escape(problem)}")
+    if result.diagnosis_problems:
+        out.print("[red]diagnosis rubric refused[/] (the case's verdicts stand; its milestones are measured with a "
+                  "rubric below its floors, as the held-out figures say):")  # fmt: skip
+        for problem in result.diagnosis_problems:
+            out.print(f"  - {escape(problem)}")
 
 
 def _rubric_line(check: FixtureCheck | None) -> str:

@@ -8,7 +8,10 @@ one; and no grader canary may appear in what the agent sees
 with a diagnosis rubric has it checked against its statement fixtures (precision and recall);
 the deterministic rubric judge must classify every fixture as its author did, and, where the case
 has a held-out statement set (``grader/diagnosis/heldout.toml``), reach precision 0.95 and recall
-0.75 on it (a case without one is reported as such, not refused).
+0.75 on it (a case without one is reported as such, not refused). The rubric has a gate of its
+own (``diagnosis_problems``, :attr:`Qualification.rubric_admitted`): a rubric below its floors is
+refused and reported, and the milestone tables say so through the judge's held-out figures, but
+it never refuses the case's verdicts, which a rubric cannot change (rewards never depend on it).
 
 Every other repeat of the unmodified workspace and the wrong repairs are graded in scenario
 groups, the rest one scenario per run: a case whose grouped verdicts differ from its
@@ -81,6 +84,9 @@ class Qualification:
     profile: str = DEFAULT_PROFILE
     variants: list[VariantResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: Why the diagnosis rubric is refused (its fixtures misjudged, held-out floors missed):
+    #: reported beside the verdict gate, never part of it.
+    diagnosis_problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
     #: The grader's forced-settings table (``grader/README.md``), as Markdown.
     forced_settings: str = ""
@@ -91,7 +97,13 @@ class Qualification:
 
     @property
     def admitted(self) -> bool:
+        """The verdict gate: scenarios, determinism, wrong repairs, forgeries, leaks, settings."""
         return not self.problems
+
+    @property
+    def rubric_admitted(self) -> bool:
+        """The diagnosis rubric's own gate (fixtures and held-out floors)."""
+        return not self.diagnosis_problems
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -99,6 +111,8 @@ class Qualification:
             "profile": self.profile,
             "admitted": self.admitted,
             "problems": self.problems,
+            "rubric_admitted": self.rubric_admitted,
+            "diagnosis_problems": self.diagnosis_problems,
             "seconds": round(self.seconds, 1),
             "forced_settings": self.forced_settings,
             "rubric": self.rubric.to_json() if self.rubric is not None else None,
@@ -138,18 +152,18 @@ def qualify_diagnosis(case: CaseSpec, result: Qualification, judge: Judge | None
     judge = judge or RubricJudge()
     result.rubric = check_fixtures(case.rubric, judge)
     if isinstance(judge, RubricJudge) and result.rubric.misjudged:
-        result.problems.append(
+        result.diagnosis_problems.append(
             f"the diagnosis rubric misjudges its own fixtures: {'; '.join(result.rubric.misjudged)} "
             "(adjust the concept phrasings or wrong explanations in grader/diagnosis/rubric.toml)"
         )
     try:
         heldout = load_heldout(case.grader_dir, case.id)
     except CaseDefinitionError as exc:
-        result.problems.append(f"held-out statements: {exc}")
+        result.diagnosis_problems.append(f"held-out statements: {exc}")
         return
     if heldout is not None:
         result.heldout = check_heldout(heldout, case.rubric, RubricJudge())
-        result.problems.extend(
+        result.diagnosis_problems.extend(
             f"{problem} (improve the rubric's phrasings on your own development statements, never on the held-out "
             "ones; docs/case-authoring.md)"
             for problem in result.heldout.problems()

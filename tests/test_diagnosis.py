@@ -147,13 +147,13 @@ def test_author_fixtures_give_full_precision_and_recall(rubric: Rubric, judgemen
     assert check.true_negative == sum(not f.correct for f in rubric.fixtures)
 
 
-def test_a_misjudged_fixture_refuses_the_case(case_copy: Path, runtime: Runtime, bwrap_usable: None) -> None:
+def test_a_misjudged_fixture_refuses_the_rubric_only(case_copy: Path, runtime: Runtime, bwrap_usable: None) -> None:
     path = case_copy / "grader" / "diagnosis" / "rubric.toml"
     path.write_text(path.read_text() + '\n[[fixture]]\nexpect = "correct"\nlabel = "unreachable"\ntext = "41."\n')
     result = qualify(load_case(case_copy), sandbox="bwrap", repeats=1)
     assert result.rubric is not None and result.rubric.recall == pytest.approx(3 / 4)
-    assert any("misjudges its own fixtures: unreachable" in p for p in result.problems)
-    assert not result.admitted
+    assert any("misjudges its own fixtures: unreachable" in p for p in result.diagnosis_problems)
+    assert not result.rubric_admitted and result.admitted, result.problems  # the verdicts stand
 
 
 def test_verdicts_are_cached_by_statements_rubric_and_judge(rubric: Rubric, judgements: Path) -> None:

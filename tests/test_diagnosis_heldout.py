@@ -107,20 +107,21 @@ def test_qualification_refuses_below_the_floors_and_reports_a_missing_set(case_c
     result = Qualification(case=case.id)
     qualify_diagnosis(case, result)
     assert result.heldout is not None and result.heldout.classified.recall == pytest.approx(4 / 6)
-    assert any("held-out recall 67% is below 75%" in p for p in result.problems)
+    assert any("held-out recall 67% is below 75%" in p for p in result.diagnosis_problems)
+    assert result.problems == [] and not result.rubric_admitted  # the rubric is refused, not the case
     assert result.to_json()["heldout"]["withdrawn_rejection"] == 1.0  # type: ignore[index]
     # Without a set: reported as such, not refused.
     (_folder(case_copy) / HELDOUT_FILE).unlink()
     result = Qualification(case=case.id)
     qualify_diagnosis(load_case(case_copy), result)
-    assert result.heldout is None and result.problems == []
+    assert result.heldout is None and result.diagnosis_problems == []
     assert summary_line(None).startswith("held-out statements: no held-out set")
     # A set changed after hashing refuses qualification (it does not crash it).
     _rewrite(case_copy, text, rehash=False)
     (_folder(case_copy) / HASH_FILE).write_text("0" * 64 + f"  {HELDOUT_FILE}\n")
     result = Qualification(case=case.id)
     qualify_diagnosis(load_case(case_copy), result)
-    assert any("changed after it was written" in p for p in result.problems)
+    assert any("changed after it was written" in p for p in result.diagnosis_problems)
 
 
 def test_the_command_prints_figures_without_training(capsys: pytest.CaptureFixture[str], case_copy: Path) -> None:
