@@ -36,6 +36,7 @@ from rich.text import Text
 from gym_trainfail.admission import (
     REFRESH_ALL,
     RecordError,
+    current_digests,
     failing_hints,
     load_record,
     record_from_qualification,
@@ -807,6 +808,9 @@ def _qualify_one(args: argparse.Namespace, case: CaseSpec) -> int:
         return _qualify_diagnosis_only(args, case, judge)
     _check_sandbox(args.sandbox)
     _ensure_runtime("control")
+    # What the verdicts are about, taken before any is made: a record is written only if the case,
+    # its runtime lock and the harness are still the same when the gate ends.
+    digests = current_digests(case)
     try:  # the last record's failing scenarios order the wrong repairs' work (never their verdicts)
         hints = failing_hints(load_record(case)) if args.wrong_repairs else {}
     except RecordError:
@@ -828,7 +832,7 @@ def _qualify_one(args: argparse.Namespace, case: CaseSpec) -> int:
         print(json.dumps(result.to_json(), indent=2, default=str))
     else:
         _print_qualification(case, result)
-    _write_admission_record(args, case, result)
+    _write_admission_record(args, case, result, digests)
     return 0 if result.admitted and result.rubric_admitted else 1
 
 
@@ -847,11 +851,19 @@ def _qualify_diagnosis_only(args: argparse.Namespace, case: CaseSpec, judge: Jud
     return 1 if result.diagnosis_problems else 0
 
 
-def _write_admission_record(args: argparse.Namespace, case: CaseSpec, result: Qualification) -> None:
+def _write_admission_record(
+    args: argparse.Namespace, case: CaseSpec, result: Qualification, digests: dict[str, str]
+) -> None:
     """Rewrite the case's admission record after an admitted full gate (wrong repairs, forgeries
-    and at least two repeats); say why not otherwise."""
+    and at least two repeats) over content that did not change while it ran (``digests``, taken
+    before it started); say why not otherwise."""
     if not result.admitted:
         err.print("no admission record written: the case was refused")
+        return
+    changed = sorted(k for k, v in current_digests(case).items() if digests.get(k) != v)
+    if changed:
+        err.print(f"no admission record written: the {', '.join(changed)} changed while the case was being qualified "
+                  "(its verdicts may be about two versions); qualify it again")  # fmt: skip
         return
     if not args.wrong_repairs or args.repeats < 2:
         err.print(

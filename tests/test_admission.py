@@ -268,9 +268,14 @@ def test_qualify_writes_a_record_only_from_the_full_gate(
     assert [v.receipt.status for v in result.variants if v.kind == "wrong"] == ["fail"]
     # Only the full gate writes a record: one repeat, or no wrong repairs, leaves the old one alone.
     before = record_path(case).read_bytes()
+    digests = current_digests(case)
     for argv in (["--wrong-repairs", "--repeats", "1"], ["--repeats", "2"]):
-        _write_admission_record(_qualify_args(argv), case, result)
+        _write_admission_record(_qualify_args(argv), case, result, digests)
         assert "no admission record written" in capsys.readouterr().err
+    # Nor does a gate whose case changed while it ran: its verdicts may be about two versions.
+    full = _qualify_args(["--wrong-repairs", "--repeats", "2"])
+    _write_admission_record(full, case, result, {**digests, "case": "0" * 64})
+    assert "the case changed while the case was being qualified" in capsys.readouterr().err
     assert record_path(case).read_bytes() == before
 
 
