@@ -16,7 +16,7 @@ import pytest
 from gym_trainfail.cases import CaseSpec, load_case
 from gym_trainfail.errors import CaseDefinitionError
 from gym_trainfail.reach import build_record, load_spec, measure_reach, record_status, write_record
-from gym_trainfail.reach.record import check_record
+from gym_trainfail.reach.record import check_record, markdown_row
 from gym_trainfail.reach.results import (
     MAX_SUMMARY_BYTES,
     CheckResult,
@@ -282,6 +282,7 @@ def test_a_record_is_keyed_by_workspace_spec_and_lock(reach_case: CaseSpec) -> N
     status = record_status(reach_case)
     assert status.state == "current", status.reason
     assert status.headline().startswith("detects; 0 false alarms")
+    assert markdown_row(reach_case).startswith(f"| `{reach_case.id}` | yes | 0 | no | 2 |")
     (reach_case.workspace_dir / "tiny" / "train.py").write_text(TINY_TRAIN + "\n# changed\n")
     status = record_status(reach_case)
     assert (status.state, status.reason) == ("stale", "changed since measured: workspace")
