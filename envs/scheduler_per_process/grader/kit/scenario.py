@@ -53,7 +53,7 @@ class Scenario:
     lr_atol_ratio: float = 1e-6
     param_atol: float = 1e-5
     loss_rtol: float = 1e-5
-    run_timeout_s: float = 300.0
+    run_timeout_s: float = 540.0
 
     def __post_init__(self) -> None:
         if not NAME_RE.match(self.name):

@@ -62,7 +62,8 @@ class Run:
 def train(run: Run, log: IO[str] | None) -> None:
     """``train.epochs`` passes over the data; the main process logs one record per update."""
     acc, cfg = run.accelerator, run.cfg
-    update, loss_sum, micro = 0, 0.0, 0
+    update = 0
+    losses: list[torch.Tensor] = []
     start = time.perf_counter()
     for epoch in range(int(cfg["train"]["epochs"])):
         run.model.train()
@@ -70,11 +71,12 @@ def train(run: Run, log: IO[str] | None) -> None:
             with acc.accumulate(run.model):
                 loss = torch.nn.functional.mse_loss(run.model(xb), yb)
                 acc.backward(loss)
-                loss_sum += acc.reduce(loss.detach(), reduction="mean").item()
-                micro += 1
+                losses.append(loss.detach())
                 if acc.sync_gradients:
+                    # one collective per update: the mean over processes of each process's mean
+                    mean_loss = acc.reduce(torch.stack(losses).mean(), reduction="mean").item()
                     record = {"update": update, "epoch": epoch, "lr": run.optimizer.param_groups[0]["lr"],
-                              "loss": loss_sum / micro, "step_time_s": time.perf_counter() - start,
+                              "loss": mean_loss, "step_time_s": time.perf_counter() - start,
                               "wall_time": time.time()}
                 run.optimizer.step()
                 run.scheduler.step()
@@ -86,7 +88,7 @@ def train(run: Run, log: IO[str] | None) -> None:
                     if update % int(cfg["train"]["log_interval"]) == 0 or update == run.total_updates - 1:
                         print(f"update {update:4d}  epoch {epoch}  lr {record['lr']:.6f}  "
                               f"loss {record['loss']:.6f}", flush=True)
-                update, loss_sum, micro = update + 1, 0.0, 0
+                update, losses = update + 1, []
                 start = time.perf_counter()
 
 
