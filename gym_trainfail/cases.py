@@ -247,8 +247,9 @@ class CaseSpec:
         return match["name"]
 
     def content_hash(self) -> str:
-        """Digest of everything that defines the case's behaviour (case.toml, workspace, grader)."""
-        return tree_digest(self.root, exclude=("__pycache__", "*.pyc"))
+        """Digest of everything that defines the case's behaviour (case.toml, workspace, grader);
+        the records the tools keep beside them (admission, TrainCheck reach) are not part of it."""
+        return tree_digest(self.root, include=("case.toml", "workspace", "grader"), exclude=("__pycache__", "*.pyc"))
 
     def grader_hash(self) -> str:
         """Digest of what decides a verdict: case.toml and the grader folder, less its diagnosis
