@@ -723,11 +723,9 @@ def _grade_submission(args: argparse.Namespace) -> int:
         try:
             if args.patch is not None:
                 apply_patch(workspace, args.patch)
-            number, _ = log.record(workspace if args.patch is not None else args.tree, case.workspace_exclude)
+            number, tree = log.record(workspace if args.patch is not None else args.tree, case.workspace_exclude)
         except (ToolError, TreeRefusedError) as exc:
             raise TrainFailError(f"{source} cannot be graded as a revision: {exc}") from None
-        revision = Path(scratch) / "revision"
-        tree = log.checkout(number, revision)
         grader = Grader(case, sandbox=args.sandbox, cache=not args.no_cache)
         with _progress(f"grading {source} on {case.id}") as progress:
 
@@ -737,7 +735,7 @@ def _grade_submission(args: argparse.Namespace) -> int:
                 else:
                     progress.done(f"{scenario}: {outcome.status} ({outcome.duration_s:.1f} s)")
 
-            receipt = grader.grade_dir(revision, tree=tree.digest, progress=hook)
+            receipt = grader.grade_revision(log, number, tree.digest, progress=hook)
     if args.json:
         print(json.dumps(receipt.to_json(), indent=2, default=str))
     else:

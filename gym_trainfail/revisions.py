@@ -148,8 +148,9 @@ def snapshot(workspace: Path, store: ObjectStore, exclude: Iterable[str] = (), c
     for entry in entries:
         if entry.link is None:
             store.put(workspace / entry.path, entry.digest)
-    digest = manifest_digest(entries)
-    store.put_bytes(manifest_bytes(entries), digest)
+    raw = manifest_bytes(entries)  # serialised once: its digest is the tree hash, and it is what is stored
+    digest = bytes_digest(raw)
+    store.put_bytes(raw, digest)
     return Tree(digest=digest, entries=tuple(entries))
 
 
