@@ -78,6 +78,13 @@ def _judge(statement: str) -> bool | None:
         # a withdrawal aimed at a wrong explanation leaves the mechanism standing
         "The planner misses the head: three buffers, and the checkpoint inputs stay live. I was wrong earlier "
         "to suspect a memory leak.",
+        # a disagreement aimed at a wrong explanation leaves the mechanism standing
+        "A teammate blames a memory leak; I disagree with the memory leak theory. " + CORRECT,
+        # "If so, …" draws a consequence of the agent's own claim just before: not a supposition
+        "I suspect the planner misses the head. If so, three buffers are held while checkpoint inputs stay live, "
+        "which would explain the OOM.",
+        # a refutation that is not the whole sentence only takes back its own sentence
+        "I looked at a memory leak; it was ruled out. " + CORRECT,
     ],
 )
 def test_correct_statements_in_natural_wordings(statement: str) -> None:
@@ -117,8 +124,28 @@ def test_correct_statements_in_natural_wordings(statement: str) -> None:
         "2. a memory leak - confirmed",
         "The planner misses the head with three buffers while checkpoint inputs stay live would explain it, but only "
         "if it were unpriced, and it is priced.",
+        # someone else's claim, rejected in the forms agents write
+        f"Ana suggested \"{CORRECT}\" I don't think that's it: the head reuses the forward buffer.",
+        f"A teammate claims {CORRECT} I disagree: the peak is in the forward.",
+        f'The issue comment claimed: "{CORRECT}". I checked and disagree; the caches agree.',
+        f'The reviewer wrote: "{CORRECT}" I checked the code and that\'s no longer true.',
+        # a withdrawal sentence that is only a verdict, after a preamble
+        CORRECT + "\n\nUpdate: ruled out. The profiler shows otherwise.",
+        CORRECT + " The measured peak equals the price, so none of this explains the OOM.",
+        CORRECT + " The probe shows the planner is exact, so these bullets don't explain it.",
+        CORRECT + " **Update:** ignore the list above, it's wrong: the peak matches.",
+        CORRECT + " nvm, that's wrong, ignore.",
+        CORRECT + " That can't apply here, though: the head is fused.",
         # only supposed, or still to be checked
         "If the planner missed the head, three buffers and live checkpoint inputs would explain it.",
+        # inverted and "in principle" conditionals
+        "Had the planner missed the head, three buffers and live checkpoint inputs would have shown up. They did not.",
+        "In principle the planner misses the head, and three buffers with checkpoint inputs that stay live could "
+        "then overflow the budget.",
+        # "If so" after a question or a supposition is still a supposition
+        "Does the planner miss the head? If so, three buffers would be held while checkpoint inputs stay live.",
+        "If the planner missed the head, it would matter. If so, three buffers would be held while checkpoint inputs "
+        "stay live.",
         "Next I'll check whether the planner misses the head; three buffers; checkpoint inputs stay live.",
     ],
 )

@@ -90,7 +90,8 @@ RETRACTION = re.compile(
     r"my\s+(?:earlier|previous|last|first)\b)"
     r"|\bi\s+take\s+(?:that|it|this|everything|all\s+of\s+that)\s+back\b|\bi\s+(?:hereby\s+)?(?:retract|withdraw)\b"
     r"|\b(?:retracted|withdrawn)\s*[:.!)\]]"
-    r"|\bnever\s*mind\b|\bi\s+stand\s+corrected\b|\bfalse\s+alarm\b"
+    r"|\b(?:disregard|ignore)\s+(?:the|my|all|everything)\s+(?:\w+\s+){0,3}?(?:above|before\s+this)\b"
+    r"|\bnever\s*mind\b|\bnvm\b|\bi\s+stand\s+corrected\b|\bfalse\s+alarm\b"
     r"|\bi\s+was\s+(?:wrong|mistaken|incorrect)\b|\bi\s+(?:got|had)\s+(?:that|it|this)\s+wrong\b"
     r"|\b(?:the\s+above|my|this|that|the)\s+(?:earlier\s+|previous\s+|first\s+|initial\s+)?(?:theory|hypothesis|"
     r"diagnosis|explanation|analysis|reading|guess|idea|claim|conclusion|note)\s+(?:is|was)\s+(?:wrong|incorrect|false|"
@@ -121,7 +122,18 @@ REFUTATION = re.compile(
     r"culprit|bug|explanation|mechanism|failure|happening)\b"
     r"|\b(?:that's|that\s+is|that\s+was|it's|it\s+is|it\s+was|this\s+is|this\s+was|which\s+is|which\s+was)\s+"
     r"(?:false|untrue|not\s+true|not\s+correct|incorrect)\b"
-    r"|\b(?:that's|that\s+is|that\s+was)\s+(?:wrong|mistaken)\s*(?:[.;:!,—–-]|$|after\s+all)"
+    r"|\b(?:that's|that\s+is|that\s+was|it's|it\s+is|it\s+was|this\s+is|this\s+was)\s+(?:wrong|mistaken)\s*"
+    r"(?:[.;:!,—–-]|$|after\s+all)"
+    r"|\b(?:that's|that\s+is|it's|it\s+is|this\s+is)\s+no\s+longer\s+(?:true|the\s+case|correct|right)\b"
+    r"|\b(?:i|we)\s+(?:\w+\s+){0,3}?disagree\b"
+    r"|\bi\s+(?:don't|do\s+not)\s+(?:think|believe)\s+(?:(?:that's|that\s+is|this\s+is|it's|it\s+is)\s+(?:it|right|correct|"
+    r"true|the\s+(?:cause|issue|problem|culprit|explanation))\b|so\b)|\bi\s+(?:don't|do\s+not)\s+buy\s+(?:it|that|this)\b"
+    r"|\b(?:this|that|it)\s+(?:can't|cannot|can\s+not|couldn't|could\s+not)\s+(?:apply|be\s+(?:it|right|true|correct|"
+    r"the\s+(?:cause|issue|problem|explanation)))\b"
+    r"|\b(?:none\s+of\s+(?:this|that|these|those|it|them|the\s+above)|(?:this|that|these|those|it|they)(?:\s+\w+)?)\s+"
+    r"(?:doesn't|does\s+not|don't|do\s+not|can't|cannot|didn't|did\s+not)\s+explain\b"
+    r"|\bnone\s+of\s+(?:this|that|these|those|the\s+above)\s+explains?\b"
+    r"|\b(?:ruled\s+out|disproved|disproven|refuted|falsified|debunked)\s*(?=[.!;\n]|$)"
     r"|\b(?:contradicts|disproves|refutes|falsifies|rules\s+out)\s+(?:it|this|that|the\s+above|my\s+\w+|all\s+of\s+that)\b"
     r"|\b(?:doesn't|does\s+not|didn't|did\s+not)\s+hold\s+(?:up|water)?\s*(?:[.;:!,—–-]|$)"
     r"|\b(?:this|that|it)\s+(?:doesn't|does\s+not)\s+apply\b",
@@ -129,16 +141,32 @@ REFUTATION = re.compile(
 )
 #: Words before a refutation that are not a claim of their own ("Edit:", "Update: the probe …").
 PREAMBLE = re.compile(
-    r"(?:\W|\b(?:edit|update|actually|so|but|and|hmm+|no|wait|ok(?:ay)?|well|however|on\s+reflection|in\s+fact|"
+    r"(?:\W|\b(?:edit|update|actually|nvm|so|but|and|hmm+|no|wait|ok(?:ay)?|well|however|on\s+reflection|in\s+fact|"
     r"after\s+all|unfortunately|sadly|the|a|this|that|my|probe|data|run|output|numbers?|results?|test|experiment|"
     r"check|measurement|logs?|digests?|now|then|again|new|latest|second)\b)*",
     re.IGNORECASE,
 )
+#: A refutation that names what came before as its object ("none of this", "the list above"): it
+#: takes back everything before it, wherever it stands in its sentence.
+BACKREF = re.compile(r"\b(?:above|none\s+of|all\s+of|these|those)\b", re.IGNORECASE)
 #: Where a withdrawal's reach ends (matches before this point in its clause are taken back).
 WITHDRAWAL_END = re.compile(r"[;!?\n]|[.:](?=\s|$)|\s[-–—]+\s")
 SENTENCE_BREAK = re.compile(r"[!?\n]|[.](?=\s|$)")
 #: A sentence that only supposes ("If …, … would", "Suppose …").
-CONDITIONAL = re.compile(r"\W*(?:if|suppose|supposing|assuming|imagine|hypothetically)\b", re.IGNORECASE)
+CONDITIONAL = re.compile(
+    r"\W*(?:if|suppose|supposing|assuming|imagine|hypothetically|in\s+(?:principle|theory)|theoretically|"
+    r"(?:had|were|should)\s+(?!(?:a|an|to)\b)\w)",
+    re.IGNORECASE,
+)
+#: A conditional on the agent's own preceding claim ("I suspect X. If so, Y would …"): it draws a
+#: consequence of that claim rather than supposing, unless that claim was itself only a question or
+#: a supposition.
+ANAPHORIC_IF = re.compile(
+    r"\W*(?:if\s+(?:so|that's\s+(?:right|correct|true|the\s+case)|that\s+is\s+(?:right|correct|true|the\s+case)|"
+    r"this\s+(?:is\s+right|holds)|that\s+holds|i'm\s+right|i\s+am\s+right)|assuming\s+(?:that's|that\s+is|this\s+is)\s+"
+    r"(?:right|correct|true))\b",
+    re.IGNORECASE,
+)
 #: Where a sentence ends for :data:`CONDITIONAL` (a line break inside a paragraph does not end it).
 PROSE_SENTENCE_END = re.compile(r"[!?]|[.](?=\s|$)|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
 MODAL = re.compile(r"\b(?:were|would|could|might)\b", re.IGNORECASE)
@@ -149,7 +177,7 @@ OPEN_QUESTION = re.compile(
 )
 #: What follows a withdrawal that names what it takes back ("… to blame X", "… about X").
 WITHDRAWN_OBJECT = re.compile(
-    r"\s+(?:earlier\s+|before\s+|initially\s+|at\s+first\s+)?(?:about|on|to\s+(?:blame|suspect|think|say|assume|"
+    r"\s+(?:earlier\s+|before\s+|initially\s+|at\s+first\s+)?(?:about|on|with|to\s+(?:blame|suspect|think|say|assume|"
     r"call|point\s+at|guess)|when\s+i|in\s+(?:blaming|suspecting|thinking|saying))\b",
     re.IGNORECASE,
 )
@@ -285,10 +313,25 @@ def _hypothetical(text: str, at: int) -> bool:
     a question the agent means to check ("check whether X")."""
     begin, stop = _prose_sentence(text, at)
     sentence = text[begin:stop]
-    if (CONDITIONAL.match(sentence) or ONLY_IF.search(sentence)) and MODAL.search(sentence):
+    if (_supposes(text, begin, sentence) or ONLY_IF.search(sentence)) and MODAL.search(sentence):
         return True
     breaks = list(CLAUSE_BREAK.finditer(text, begin, at))
     return bool(OPEN_QUESTION.search(text, breaks[-1].end() if breaks else begin, at))
+
+
+def _supposes(text: str, begin: int, sentence: str) -> bool:
+    """Whether the sentence starting at ``begin`` opens as a supposition: a conditional, unless it
+    draws a consequence of the agent's own claim just before ("If so, …" after a statement; not
+    after a question or another supposition)."""
+    if not CONDITIONAL.match(sentence):
+        return False
+    if not ANAPHORIC_IF.match(sentence):
+        return True
+    end = len(text[:begin].rstrip())
+    if end == 0 or text[end - 1] == "?":
+        return True
+    previous = text[_prose_sentence(text, end - 1)[0] : end]
+    return bool(CONDITIONAL.match(previous) and MODAL.search(previous))
 
 
 def _reported_past(text: str, at: int, end: int) -> bool:
@@ -351,7 +394,11 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
             target = _target(statement, match, reach)
             wrong_only = any(p.search(target) for p in wrong_patterns)
             begin = _sentence_start(statement, match.start())
-            local = kind == "refutation" and PREAMBLE.fullmatch(statement, begin, match.start()) is None
+            local = (
+                kind == "refutation"
+                and PREAMBLE.fullmatch(statement, begin, match.start()) is None
+                and BACKREF.search(match.group(0)) is None
+            )
             found.append(Withdrawal(match.start(), reach, wrong_only, begin if local else 0))
     return sorted(found, key=lambda w: w.start)
 
