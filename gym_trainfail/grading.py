@@ -214,6 +214,25 @@ class UnitResult:
     host_reason: str = ""
 
 
+@dataclass(frozen=True)
+class RunStage:
+    """One run phase as the host saw it: the phase, its sanitized ``/out`` folder, why the host
+    refuses its artifacts (empty if it does not), and the devices it held."""
+
+    run: PhaseRun
+    check: ArtifactCheck
+    out: Path
+    host_reason: str
+    device_s: float
+    queue_s: float
+
+    @property
+    def clean(self) -> bool:
+        """The run ended by itself, with exit 0, in time and within the artifact limit."""
+        result = self.run.result
+        return not self.host_reason and result.exit_code == 0 and not result.timed_out and not result.oom_killed
+
+
 class Grader:
     """Grades revisions of one case with one runtime."""
 
@@ -374,6 +393,8 @@ class Grader:
                     progress(outcome.scenario, outcome)
             return outcomes
 
+        if not self.group_scenarios and not stop_at_first_fail and self.parallel_scenarios == 1 and len(scenarios) > 1:
+            return self.grade_singles(source, scenarios, progress)
         units = self.partition(scenarios)
         if stop_at_first_fail:
             results = []
@@ -514,70 +535,170 @@ class Grader:
     def two_phase(self, source: Path, unit: Sequence[Scenario], oracle_mounts: tuple[Mount, ...]) -> UnitResult:
         """Run phase over a copy of ``source`` (hostile), then judge phase (trusted), both
         while the unit's devices are held."""
-        requests = json.dumps([self.scenario_request(s) for s in unit], indent=2)
-        devices = unit[0].devices
         with contextlib.ExitStack() as stack:
             root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="trainfail-grade-")))
-            # What the revision's code can write (its workspace copy and /out) sits on a disk
-            # budget: a hostile run cannot fill the host's disk.
-            (root / "run").mkdir()
-            area = stack.enter_context(DiskArea(root / "run", self.case.budgets.disk_mb * MiB))
-            workspace, out = area.path / "workspace", area.path / "out"
-            run_io, judge_ws, judge_io = root / "run-io", root / "judge-workspace", root / "judge-io"
-            copy_tree(source, workspace, exclude=ALWAYS_EXCLUDED)
-            for folder in (run_io, out, judge_ws, judge_io / "outcomes"):
-                folder.mkdir(parents=True)
-            (run_io / "scenarios.json").write_text(requests)
-            (judge_io / "scenarios.json").write_text(requests)
-            with self.pool.lease(devices) as lease:
-                run = self._phase(
-                    f"grade-run-{len(unit)}x{devices}",
-                    workspace,
-                    (
-                        Mount(self.case.kit_dir, KIT_MOUNT),
-                        Mount(HARNESSLIB_DIR, HARNESSLIB_MOUNT),
-                        Mount(run_io, "/io"),
-                        Mount(out, ARTIFACTS_OUT, writable=True),
-                    ),
-                    [*self.case.run_command, "--scenarios", "/io/scenarios.json", "--out-dir", ARTIFACTS_OUT],
-                    sum(s.timeout_s for s in unit),
-                    lease,
-                )
-                check = sanitize_artifacts(out, self.case.artifact_limit_bytes)
+            with self.pool.lease(unit[0].devices) as lease:
+                stage = self._run_stage(stack, root, source, unit, lease)
+                judge, outcomes = None, dict.fromkeys((s.name for s in unit), None)
+                if not stage.host_reason:
+                    facts = _run_facts(stage.run, stage.check, len(unit))
+                    judge, outcomes = self._judge_stage(root, unit, stage.out, facts, oracle_mounts)
+        return UnitResult(outcomes, _shares(unit, outcomes, lease), stage.run, judge, stage.host_reason)
+
+    def _requests(self, unit: Sequence[Scenario]) -> str:
+        return json.dumps([self.scenario_request(s) for s in unit], indent=2)
+
+    def _run_stage(
+        self, stack: contextlib.ExitStack, root: Path, source: Path, unit: Sequence[Scenario], lease: Lease
+    ) -> RunStage:
+        """The run phase of ``unit`` over a copy of ``source`` (hostile), in ``root`` (its
+        artifacts sanitized and sized: a run past the artifact limit gets a ``host_reason``)."""
+        # What the revision's code can write (its workspace copy and /out) sits on a disk
+        # budget: a hostile run cannot fill the host's disk.
+        (root / "run").mkdir()
+        area = stack.enter_context(DiskArea(root / "run", self.case.budgets.disk_mb * MiB))
+        workspace, out, run_io = area.path / "workspace", area.path / "out", root / "run-io"
+        copy_tree(source, workspace, exclude=ALWAYS_EXCLUDED)
+        for folder in (run_io, out):
+            folder.mkdir(parents=True)
+        (run_io / "scenarios.json").write_text(self._requests(unit))
+        run = self._phase(
+            f"grade-run-{len(unit)}x{unit[0].devices}",
+            workspace,
+            (
+                Mount(self.case.kit_dir, KIT_MOUNT),
+                Mount(HARNESSLIB_DIR, HARNESSLIB_MOUNT),
+                Mount(run_io, "/io"),
+                Mount(out, ARTIFACTS_OUT, writable=True),
+            ),
+            [*self.case.run_command, "--scenarios", "/io/scenarios.json", "--out-dir", ARTIFACTS_OUT],
+            sum(s.timeout_s for s in unit),
+            lease,
+        )
+        check = sanitize_artifacts(out, self.case.artifact_limit_bytes)
+        host_reason = ""
+        if check.total_bytes > self.case.artifact_limit_bytes:
+            host_reason = (
+                f"the run left {check.total_bytes / 2**20:.0f} MiB of artifacts, over the grader's "
+                f"limit of {self.case.artifact_limit_bytes / 2**20:.0f} MiB"
+            )
+        return RunStage(run, check, out, host_reason, lease.device_seconds, lease.queue_wait_s)
+
+    def _judge_stage(
+        self,
+        root: Path,
+        unit: Sequence[Scenario],
+        artifacts: Path,
+        facts: dict[str, Any],
+        oracle_mounts: tuple[Mount, ...],
+    ) -> tuple[PhaseRun, dict[str, dict[str, Any] | None]]:
+        """The judge phase (trusted) of ``unit`` over ``artifacts``, with the host's ``facts``
+        about the run as ``/io/run.json``; the outcome it wrote per scenario (``None`` if none)."""
+        judge_ws, judge_io = root / "judge-workspace", root / "judge-io"
+        for folder in (judge_ws, judge_io / "outcomes"):
+            folder.mkdir(parents=True)
+        (judge_io / "scenarios.json").write_text(self._requests(unit))
+        write_json(judge_io / "run.json", facts)
+        argv = [
+            *self.case.judge_command,
+            "--scenarios", "/io/scenarios.json",
+            "--artifacts", ARTIFACTS_MOUNT,
+            "--run", "/io/run.json",
+            "--out-dir", "/io/outcomes",
+        ]  # fmt: skip
+        if oracle_mounts:
+            argv += ["--oracle", ORACLE_MOUNT]
+        judge = self._phase(
+            f"grade-judge-{len(unit)}",
+            judge_ws,
+            (
+                Mount(self.case.grader_dir, "/grader"),
+                Mount(HARNESSLIB_DIR, HARNESSLIB_MOUNT),
+                Mount(artifacts, ARTIFACTS_MOUNT),
+                Mount(judge_io, "/io", writable=True),
+                *oracle_mounts,
+            ),
+            argv,
+            self.case.judge_timeout_s * len(unit),
+            None,
+        )
+        outcomes = {s.name: read_json_object(judge_io / "outcomes" / f"{s.name}.json") for s in unit}
+        return judge, outcomes
+
+    def grade_singles(
+        self, source: Path, scenarios: Sequence[Scenario], progress: ProgressHook | None = None
+    ) -> list[ScenarioOutcome]:
+        """Each scenario in a run sandbox of its own (its own launch, devices and output folder),
+        then one judge phase for every scenario whose run ended cleanly (exit 0, in time, within
+        the artifact limit): the judge's start-up (Python, torch, the case's libraries) is paid
+        once, while no run shares a process, a workspace or an output folder with another. The
+        host's facts for that judge are those of clean runs, as a group's would be. A run that did
+        not end cleanly is judged on its own, with its own facts. A scenario marked ``alone`` (its
+        judge may read the host-timed duration of its run), one without an oracle, and one the
+        judges left unjudged are graded by :meth:`grade_unit` (with its retries)."""
+        outcomes: dict[str, ScenarioOutcome] = {}
+        with tempfile.TemporaryDirectory(prefix="trainfail-singles-") as scratch:
+            root = Path(scratch)
+            clean: list[tuple[Scenario, RunStage]] = []
+            oracles: dict[str, Mount] = {}
+            for index, scenario in enumerate(s for s in scenarios if not s.alone and s.devices <= self.pool.size):
+                if self.oracles is not None:
+                    oracle, _, _ = self.oracles.ensure(scenario)
+                    if oracle is None:
+                        continue
+                    oracles[scenario.name] = Mount(oracle, f"{ORACLE_MOUNT}/{scenario.name}")
+                if progress:
+                    progress(scenario.name, None)
+                unit_root = root / f"unit{index}"
+                unit_root.mkdir()
+                stage = self._kept_run(unit_root, source, scenario)
+                if stage.clean:
+                    clean.append((scenario, stage))
+                    continue
                 judge: PhaseRun | None = None
-                host_reason = ""
-                if check.total_bytes > self.case.artifact_limit_bytes:
-                    host_reason = (
-                        f"the run left {check.total_bytes / 2**20:.0f} MiB of artifacts, over the grader's "
-                        f"limit of {self.case.artifact_limit_bytes / 2**20:.0f} MiB"
-                    )
-                else:
-                    write_json(judge_io / "run.json", _run_facts(run, check, len(unit)))
-                    argv = [
-                        *self.case.judge_command,
-                        "--scenarios", "/io/scenarios.json",
-                        "--artifacts", ARTIFACTS_MOUNT,
-                        "--run", "/io/run.json",
-                        "--out-dir", "/io/outcomes",
-                    ]  # fmt: skip
-                    if oracle_mounts:
-                        argv += ["--oracle", ORACLE_MOUNT]
-                    judge = self._phase(
-                        f"grade-judge-{len(unit)}",
-                        judge_ws,
-                        (
-                            Mount(self.case.grader_dir, "/grader"),
-                            Mount(HARNESSLIB_DIR, HARNESSLIB_MOUNT),
-                            Mount(out, ARTIFACTS_MOUNT),
-                            Mount(judge_io, "/io", writable=True),
-                            *oracle_mounts,
-                        ),
-                        argv,
-                        self.case.judge_timeout_s * len(unit),
-                        None,
-                    )
-            outcomes = {s.name: read_json_object(judge_io / "outcomes" / f"{s.name}.json") for s in unit}
-        return UnitResult(outcomes, _shares(unit, outcomes, lease), run, judge, host_reason)
+                written: dict[str, dict[str, Any] | None] = {scenario.name: None}
+                if not stage.host_reason:
+                    facts = _run_facts(stage.run, stage.check, 1)
+                    mount = (oracles[scenario.name],) if scenario.name in oracles else ()
+                    judge, written = self._judge_stage(unit_root, (scenario,), stage.out, facts, mount)
+                shares = {scenario.name: (stage.device_s, stage.queue_s)}
+                judged, _ = self._sort((scenario,), UnitResult(written, shares, stage.run, judge, stage.host_reason))
+                if judged:
+                    outcomes[scenario.name] = _with_costs(judged[0], stage, judge.duration_s if judge else 0.0)
+            if clean:
+                unit = [scenario for scenario, _ in clean]
+                artifacts = root / "artifacts"
+                artifacts.mkdir()
+                for scenario, stage in clean:
+                    if (stage.out / scenario.name).is_dir():
+                        (stage.out / scenario.name).rename(artifacts / scenario.name)
+                facts = _shared_facts([stage for _, stage in clean])
+                mounts = tuple(oracles[s.name] for s in unit if s.name in oracles)
+                shared, written = self._judge_stage(root, unit, artifacts, facts, mounts)
+                for scenario, stage in clean:
+                    data = written.get(scenario.name)
+                    outcome = _from_outcome(scenario, data) if data is not None else None
+                    if outcome is not None and outcome.status != "error":
+                        outcomes[scenario.name] = _with_costs(outcome, stage, shared.duration_s / len(unit))
+        for scenario in scenarios:
+            if scenario.name in outcomes:
+                if progress:
+                    progress(scenario.name, outcomes[scenario.name])
+            else:
+                outcomes[scenario.name] = self._run_all(source, [scenario], progress)[0]
+        return [outcomes[s.name] for s in scenarios]
+
+    def _kept_run(self, root: Path, source: Path, scenario: Scenario) -> RunStage:
+        """The run phase of ``scenario`` alone, its sanitized artifacts moved out of the run's
+        disk area into ``root/out`` (unless the host refuses them) before the area is closed."""
+        with contextlib.ExitStack() as stack, self.pool.lease(scenario.devices) as lease:
+            stage = self._run_stage(stack, root, source, (scenario,), lease)
+            kept = root / "out"
+            if not stage.host_reason:
+                shutil.copytree(stage.out, kept, symlinks=True)
+            else:
+                kept.mkdir()
+        return replace(stage, out=kept)
 
     def _phase(
         self,
@@ -731,6 +852,31 @@ def _run_facts(run: PhaseRun, check: ArtifactCheck, scenarios: int) -> dict[str,
         "output_tail": tail,
         "removed": list(check.removed),
     }
+
+
+def _shared_facts(runs: Sequence[RunStage]) -> dict[str, Any]:
+    """The host's facts for one judge over several clean single runs, as a group's run would
+    give them: exit 0, in time, their durations added, their output tails joined (bounded)."""
+    tails = [_run_facts(stage.run, stage.check, 1)["output_tail"] for stage in runs]
+    return {
+        "exit_code": 0,
+        "timed_out": False,
+        "oom_killed": False,
+        "duration_s": round(sum(stage.run.duration_s for stage in runs), 3),
+        "scenarios": len(runs),
+        "output_tail": "\n".join(tails)[-RUN_OUTPUT_TAIL:],
+        "removed": [path for stage in runs for path in stage.check.removed][:50],
+    }
+
+
+def _with_costs(outcome: ScenarioOutcome, stage: RunStage, judge_s: float) -> ScenarioOutcome:
+    """A single run's outcome with the devices its run held and its share of the judge's time."""
+    return replace(
+        outcome,
+        device_seconds=stage.device_s,
+        queue_wait_s=stage.queue_s,
+        duration_s=stage.run.duration_s + judge_s,
+    )
 
 
 def _shares(

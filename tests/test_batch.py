@@ -373,6 +373,47 @@ def test_scenario_groups_give_the_same_verdicts_and_fall_back_on_their_own(
     assert outcomes["answer"].attempts == 2
 
 
+def test_one_scenario_launches_share_one_judge_but_never_a_run(
+    tmp_path: Path, echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case = load_case(make_echo_group_case(tmp_path / "echo_group_case"))
+    revisions = _echo_revisions(echo_case, tmp_path / "revisions")
+    single = Grader(case, sandbox="bwrap", cache=False, runtime=runtime, group_scenarios=False)
+    phases: list[str] = []
+    original = Grader._phase
+
+    def spy(self: Grader, label: str, *args: Any, **kwargs: Any) -> Any:
+        phases.append(label)
+        return original(self, label, *args, **kwargs)
+
+    monkeypatch.setattr(Grader, "_phase", spy)
+    receipt = single.grade_dir(revisions[1])
+    assert receipt.status == "pass"
+    names = [s.name for s in case.scenarios]
+    assert sorted(p for p in phases if p.startswith("grade-run")) == sorted(
+        f"grade-run-1x{s.devices}" for s in case.scenarios
+    ), "every scenario runs in a sandbox of its own"
+    assert [p for p in phases if p.startswith("grade-judge")] == [f"grade-judge-{len(names)}"]
+    launches = {o.metrics["launch"] for o in receipt.outcomes}
+    assert len(launches) == len(names), "no two scenarios came from one launch"
+    assert all(o.device_seconds > 0 and not o.grouped for o in receipt.outcomes)
+
+    # attack: one run ends badly after leaving everything; it must not share the clean runs'
+    # judge (whose facts say exit 0) and is judged alone, with its own facts
+    broken = tmp_path / "revisions" / "exit-alone"
+    shutil.copytree(revisions[0], broken)
+    (broken / "exit-alone-3").write_text("answer")
+    phases.clear()
+    outcomes = {o.scenario: o for o in single.grade_dir(broken).outcomes}
+    judges = sorted(p for p in phases if p.startswith("grade-judge"))
+    assert judges == ["grade-judge-1", f"grade-judge-{len(names) - 1}"], judges
+    plain = Grader(case, sandbox="bwrap", cache=False, runtime=runtime, parallel_scenarios=2, group_scenarios=False)
+    monkeypatch.setattr(Grader, "_phase", original)
+    expected = {o.scenario: (o.status, o.reason) for o in plain.grade_dir(broken).outcomes}
+    assert {name: (o.status, o.reason) for name, o in outcomes.items()} == expected
+    assert outcomes["answer"].status == "fail"
+
+
 # -- adjudication helpers ---------------------------------------------------------------------
 
 
