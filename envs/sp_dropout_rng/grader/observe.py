@@ -1,0 +1,141 @@
+"""Reading the run's artifacts for the judge, as data from an adversary.
+
+Per scenario folder: ``observe/rank<R>.pt`` (the kit's dropout observer) and
+``final/tp_rank_<RR>.pt`` (the pipeline's saved parameters, README layout). Tensors are loaded
+with ``weights_only=True`` after a size check, and every field is type- and shape-checked;
+anything else is an :class:`ArtifactError`, which the judge turns into a ``fail``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from scenario import Scenario
+
+JSON_LIMIT = 1 << 20
+LOG_TAIL = 4000
+
+
+class ArtifactError(Exception):
+    """An artifact is missing, too large or not what the README documents."""
+
+
+@dataclass
+class StepRecord:
+    """One training step on one rank: the weights it started from, the masks it drew."""
+
+    params: dict[str, torch.Tensor]
+    masks: list[tuple[str, torch.Tensor]]
+
+
+@dataclass
+class RankRecord:
+    """One tensor-parallel rank's observed steps and its saved final parameters."""
+
+    rank: int
+    steps: list[StepRecord]
+    final: dict[str, torch.Tensor]
+
+
+def _regular(path: Path, limit: int) -> None:
+    try:
+        info = os.lstat(path)
+    except OSError as err:
+        raise ArtifactError(f"{path.name}: {err.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ArtifactError(f"{path.name}: not a regular file")
+    if info.st_size > limit:
+        raise ArtifactError(f"{path.name}: {info.st_size} bytes, over the {limit}-byte limit")
+
+
+def load_tensors(path: Path, limit: int) -> Any:
+    """``torch.load(weights_only=True)`` of a bounded regular file."""
+    _regular(path, limit)
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # noqa: BLE001 - any unreadable file is the revision's doing
+        raise ArtifactError(f"{path.name}: unreadable ({type(err).__name__})") from None
+
+
+def read_json_object(path: Path, limit: int = JSON_LIMIT) -> dict[str, Any]:
+    """A bounded JSON object."""
+    _regular(path, limit)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, OSError) as err:
+        raise ArtifactError(f"{path.name}: not JSON ({err})") from None
+    if not isinstance(raw, dict):
+        raise ArtifactError(f"{path.name}: not a JSON object")
+    return raw
+
+
+def read_tail(path: Path) -> str:
+    """The last characters of a log, or '' if it is not a readable regular file."""
+    try:
+        _regular(path, 1 << 30)
+        data = path.read_bytes()[-LOG_TAIL:]
+    except (ArtifactError, OSError):
+        return ""
+    return data.decode("utf-8", "replace")
+
+
+def number(value: Any) -> float | None:
+    """A JSON number (not a bool), or None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _tensor_dict(raw: Any, where: str) -> dict[str, torch.Tensor]:
+    if not isinstance(raw, dict) or not raw:
+        raise ArtifactError(f"{where}: expected a non-empty name -> tensor mapping")
+    out = {}
+    for key, value in raw.items():
+        if not isinstance(key, str) or not isinstance(value, torch.Tensor) or not value.is_floating_point():
+            raise ArtifactError(f"{where}: entry {str(key)[:60]!r} is not a floating-point tensor")
+        if not torch.isfinite(value).all():
+            raise ArtifactError(f"{where}: {key} holds non-finite values")
+        out[key] = value.detach().to(torch.float64)
+    return out
+
+
+def _masks(raw: Any, where: str) -> list[tuple[str, torch.Tensor]]:
+    if not isinstance(raw, list) or len(raw) > 10_000:
+        raise ArtifactError(f"{where}: masks must be a list")
+    out = []
+    for item in raw:
+        if (not isinstance(item, list | tuple) or len(item) != 2 or not isinstance(item[0], str)
+                or not isinstance(item[1], torch.Tensor) or item[1].dtype != torch.bool):
+            raise ArtifactError(f"{where}: each mask must be [module name, bool tensor]")
+        out.append((item[0][:200], item[1]))
+    return out
+
+
+def read_rank(folder: Path, sc: Scenario, rank: int) -> RankRecord:
+    """One rank's observer record and saved parameters."""
+    raw = load_tensors(folder / "observe" / f"rank{rank}.pt", sc.record_limit_bytes)
+    if not isinstance(raw, dict) or raw.get("format") != 1 or raw.get("rank") != rank:
+        raise ArtifactError(f"observe/rank{rank}.pt: not an observer record of rank {rank}")
+    steps_raw = raw.get("steps")
+    if not isinstance(steps_raw, list) or len(steps_raw) != sc.steps:
+        count = len(steps_raw) if isinstance(steps_raw, list) else "no"
+        raise ArtifactError(f"observe/rank{rank}.pt: {count} training steps recorded, expected {sc.steps}")
+    steps = []
+    for index, step in enumerate(steps_raw):
+        where = f"rank {rank} step {index}"
+        if not isinstance(step, dict):
+            raise ArtifactError(f"{where}: not a step record")
+        steps.append(StepRecord(_tensor_dict(step.get("params"), where), _masks(step.get("masks"), where)))
+    final_raw = load_tensors(folder / "final" / f"tp_rank_{rank:02d}.pt", sc.state_limit_bytes)
+    return RankRecord(rank, steps, _tensor_dict(final_raw, f"final/tp_rank_{rank:02d}.pt"))
+
+
+def observe(folder: Path, sc: Scenario) -> list[RankRecord]:
+    """Every rank's records, or an :class:`ArtifactError` saying what is missing."""
+    return [read_rank(folder, sc, rank) for rank in range(sc.tp)]

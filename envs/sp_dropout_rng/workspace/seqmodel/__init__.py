@@ -1,0 +1,1 @@
+"""seqmodel: a small sequence regressor trained with tensor and sequence parallelism."""
