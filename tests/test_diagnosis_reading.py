@@ -12,7 +12,7 @@ import pytest
 from gym_trainfail.cases import load_case
 from gym_trainfail.diagnosis.fixtures import check_fixtures
 from gym_trainfail.diagnosis.judges import RubricJudge
-from gym_trainfail.diagnosis.reading import views
+from gym_trainfail.diagnosis.reading import negations, views
 from gym_trainfail.diagnosis.rubric import Concept, Fixture, Rubric
 
 
@@ -85,6 +85,12 @@ def _judge(statement: str) -> bool | None:
         "which would explain the OOM.",
         # a refutation that is not the whole sentence only takes back its own sentence
         "I looked at a memory leak; it was ruled out. " + CORRECT,
+        # a negated accounting verb omits its object from the account; the object itself is asserted
+        "The planner misses the head: three buffers. Its price doesn't account for the fact that checkpoint inputs "
+        "stay live.",
+        # "and" before a new subject ("each", "all", "we") ends the negated clause
+        "The allocator never frees early and all checkpoint inputs stay live; the planner misses the head: three "
+        "buffers.",
     ],
 )
 def test_correct_statements_in_natural_wordings(statement: str) -> None:
@@ -136,6 +142,11 @@ def test_correct_statements_in_natural_wordings(statement: str) -> None:
         CORRECT + " **Update:** ignore the list above, it's wrong: the peak matches.",
         CORRECT + " nvm, that's wrong, ignore.",
         CORRECT + " That can't apply here, though: the head is fused.",
+        # a negation before a verb that is not an accounting verb still negates what follows
+        "The planner misses the head: three buffers. The profiler doesn't show that checkpoint inputs stay live.",
+        "The planner misses the head: three buffers. None of the checkpoint inputs stay live.",
+        # "neither … nor" negates: the planner misses nothing
+        "The planner misses neither the forward nor the head; three buffers; checkpoint inputs stay live.",
         # only supposed, or still to be checked
         "If the planner missed the head, three buffers and live checkpoint inputs would explain it.",
         # inverted and "in principle" conditionals
@@ -172,6 +183,12 @@ def test_withdrawn_flag_and_a_later_restatement() -> None:
     assert restated.correct is True
 
 
+def test_neither_nor_is_one_negation() -> None:
+    assert [m.group(0) for m in negations("prices neither retention nor the head")] == ["neither"]
+    # attack: a "nor" without "neither" still negates
+    assert [m.group(0) for m in negations("it is not the forward, nor the head")] == ["not", "nor"]
+
+
 def test_views_keep_offsets_into_the_statement() -> None:
     statement = "x = `fc1.weight`  has [no]\n\n tag"
     for view in views(statement):
@@ -186,7 +203,17 @@ ENVS = Path(__file__).resolve().parents[1] / "envs"
 
 
 @pytest.mark.parametrize(
-    "folder", ["ddp_token_average", "tp_clip_grad_norm", "fsdp_source_coherence", "admission_backward_oom"]
+    "folder",
+    [
+        "ddp_token_average",
+        "tp_clip_grad_norm",
+        "fsdp_source_coherence",
+        "admission_backward_oom",
+        "ddp_bypass_drift",
+        "resume_skip_batches",
+        "scheduler_per_process",
+        "tp_replica_clip_drift",
+    ],
 )
 def test_each_rubric_classifies_its_development_statements(
     folder: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

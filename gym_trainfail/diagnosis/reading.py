@@ -41,16 +41,25 @@ NEGATION = re.compile(
     r"rather\s+than|instead\s+of|rules?\s+out|ruled\s+out|unlikely|unrelated|irrelevant)\b|n't\b",
     re.IGNORECASE,
 )
+#: What a negation governs when it omits something from an account ("doesn't account for X", "never
+#: prices X"): the verb, not its object, which is presupposed (X exists; the account leaves it out).
+OMISSION = re.compile(
+    r"\s+(?:(?:even|really|actually|properly|correctly)\s+)?(?:account(?:s|ed)?\s+for|pric(?:e|es|ed)|"
+    r"charg(?:e|es|ed)|budget(?:s|ed)?\s+for|reserv(?:e|es|ed)\s+(?:memory\s+|room\s+)?for)\b",
+    re.IGNORECASE,
+)
 #: Phrases built from a negation word that do not negate ("not only", "no longer").
 NOT_NEGATION = re.compile(
     r"\bnot\s+(?:only|just|merely|simply|least|surprising\w*)\b|\bno\s+(?:longer|doubt|wonder|matter)\b|"
     r"\bif\s+not\b|\bwhether\s+or\s+not\b",
     re.IGNORECASE,
 )
+NEITHER = re.compile(r"\bneither\b", re.IGNORECASE)
 #: Where a clause ends for a concept: a negation does not reach past it.
 CLAUSE_BREAK = re.compile(
     r"[;!?\n,()]|[.:](?=\s|$)|\s[-–—]+\s|—|--|\b(?:but|however|although|though|whereas|yet)\b"
-    r"|\b(?:and|so)\s+(?=(?:the|this|that|these|those|it|they|its|their|so|then|thus|hence|therefore)\b)",
+    r"|\b(?:and|so)\s+(?=(?:the|this|that|these|those|it|they|its|their|so|then|thus|hence|therefore|each|every|both|all|"
+    r"we|i|our|my|one)\b)",
     re.IGNORECASE,
 )
 #: Where a clause ends for a known wrong explanation (commas do not end it).
@@ -236,9 +245,13 @@ def _between_word_chars(text: str, i: int) -> bool:
 def negations(text: str) -> Iterator[re.Match[str]]:
     """The negating words of ``text`` (phrases like "not only" left out)."""
     kept = [m.span() for m in NOT_NEGATION.finditer(text)]
+    neither = [m.end() for m in NEITHER.finditer(text)]
     for match in NEGATION.finditer(text):
-        if not any(a <= match.start() < b for a, b in kept):
-            yield match
+        if any(a <= match.start() < b for a, b in kept):
+            continue
+        if match.group(0).lower() == "nor" and any(0 < match.start() - e <= NEGATION_REACH * 2 for e in neither):
+            continue  # "neither X nor Y": one negation, carried by "neither"
+        yield match
 
 
 @dataclass(frozen=True)
@@ -283,7 +296,7 @@ def _negated_before(text: str, match: re.Match[str], *, wrong: bool) -> bool:
     before = text[max(0, match.start() - NEGATION_REACH) : match.start()]
     breaks = list((STRONG_BREAK if wrong else CLAUSE_BREAK).finditer(before))
     clause = before[breaks[-1].end() :] if breaks else before
-    return any(True for _ in negations(clause))
+    return any(wrong or not OMISSION.match(clause, n.end()) for n in negations(clause))
 
 
 def _negated_inside(pattern: re.Pattern[str], match: re.Match[str], *, wrong: bool) -> bool:
