@@ -2,28 +2,25 @@
 
 Per scenario folder: ``observe/rank<R>.pt`` (the kit's dropout observer) and
 ``final/tp_rank_<RR>.pt`` (the pipeline's saved parameters, README layout). Tensors are loaded
-with ``weights_only=True`` after a size check, and every field is type- and shape-checked;
-anything else is an :class:`ArtifactError`, which the judge turns into a ``fail``.
+with ``weights_only=True`` after the harness library's size and zip checks, and every field is
+type-checked; anything else is an ``ArtifactError``, which the judge turns into a ``fail``.
 """
 from __future__ import annotations
 
+import io
 import json
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
+from artifacts import ArtifactError, check_zip, number, read_bounded, read_tail
 
 from scenario import Scenario
 
-JSON_LIMIT = 1 << 20
-LOG_TAIL = 4000
+__all__ = ["ArtifactError", "Observation", "RankRecord", "StepRecord", "observe", "read_tail"]
 
-
-class ArtifactError(Exception):
-    """An artifact is missing, too large or not what the README documents."""
+METRICS_LIMIT = 4 << 20
 
 
 @dataclass
@@ -43,53 +40,47 @@ class RankRecord:
     final: dict[str, torch.Tensor]
 
 
-def _regular(path: Path, limit: int) -> None:
-    try:
-        info = os.lstat(path)
-    except OSError as err:
-        raise ArtifactError(f"{path.name}: {err.strerror}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise ArtifactError(f"{path.name}: not a regular file")
-    if info.st_size > limit:
-        raise ArtifactError(f"{path.name}: {info.st_size} bytes, over the {limit}-byte limit")
+@dataclass(frozen=True)
+class StepTiming:
+    """One line of ``metrics.jsonl`` (untrusted; only splits a group's device-seconds)."""
+
+    wall_time: float | None
+    step_time_s: float | None
+
+
+@dataclass
+class Observation:
+    """Every rank's records, and the timing lines of ``metrics.jsonl``."""
+
+    ranks: list[RankRecord]
+    metrics: list[StepTiming]
 
 
 def load_tensors(path: Path, limit: int) -> Any:
-    """``torch.load(weights_only=True)`` of a bounded regular file."""
-    _regular(path, limit)
+    """``torch.load(weights_only=True)`` of a bounded regular file that unpacks within bounds."""
+    data = read_bounded(path, limit)
+    check_zip(data, path.name, 2 * limit)
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 - any unreadable file is the revision's doing
         raise ArtifactError(f"{path.name}: unreadable ({type(err).__name__})") from None
 
 
-def read_json_object(path: Path, limit: int = JSON_LIMIT) -> dict[str, Any]:
-    """A bounded JSON object."""
-    _regular(path, limit)
+def read_timings(path: Path) -> list[StepTiming]:
+    """Timing lines of ``metrics.jsonl``; empty if it is missing or malformed (never a verdict)."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, OSError) as err:
-        raise ArtifactError(f"{path.name}: not JSON ({err})") from None
-    if not isinstance(raw, dict):
-        raise ArtifactError(f"{path.name}: not a JSON object")
-    return raw
-
-
-def read_tail(path: Path) -> str:
-    """The last characters of a log, or '' if it is not a readable regular file."""
-    try:
-        _regular(path, 1 << 30)
-        data = path.read_bytes()[-LOG_TAIL:]
-    except (ArtifactError, OSError):
-        return ""
-    return data.decode("utf-8", "replace")
-
-
-def number(value: Any) -> float | None:
-    """A JSON number (not a bool), or None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
+        text = read_bounded(path, METRICS_LIMIT).decode("utf-8", "replace")
+    except ArtifactError:
+        return []
+    out = []
+    for line in text.splitlines()[:10_000]:
+        try:
+            row = json.loads(line)
+        except ValueError:
+            return []
+        if isinstance(row, dict):
+            out.append(StepTiming(number(row.get("wall_time")), number(row.get("step_time_s"))))
+    return out
 
 
 def _tensor_dict(raw: Any, where: str) -> dict[str, torch.Tensor]:
@@ -136,6 +127,7 @@ def read_rank(folder: Path, sc: Scenario, rank: int) -> RankRecord:
     return RankRecord(rank, steps, _tensor_dict(final_raw, f"final/tp_rank_{rank:02d}.pt"))
 
 
-def observe(folder: Path, sc: Scenario) -> list[RankRecord]:
+def observe(folder: Path, sc: Scenario) -> Observation:
     """Every rank's records, or an :class:`ArtifactError` saying what is missing."""
-    return [read_rank(folder, sc, rank) for rank in range(sc.tp)]
+    ranks = [read_rank(folder, sc, rank) for rank in range(sc.tp)]
+    return Observation(ranks, read_timings(folder / "metrics.jsonl"))
