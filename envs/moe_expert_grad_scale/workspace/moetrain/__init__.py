@@ -1,0 +1,1 @@
+"""Mixture-of-experts surrogate model trained with DeepSpeed expert parallelism."""
