@@ -21,7 +21,7 @@ CASE_DIR = SOURCE_ROOT / "envs" / "scheduler_per_process"
 SCRIPT = """
 import json, os, sys, warnings
 from pathlib import Path
-sys.path[:0] = [GRADER, GRADER + "/kit"]
+sys.path[:0] = [GRADER, GRADER + "/kit", HARNESSLIB]
 warnings.simplefilter("ignore")
 import torch
 from transformers import get_scheduler
@@ -100,6 +100,7 @@ print(json.dumps(out))
 
 def test_judge_rejects_each_tampering(runtime: Runtime, tmp_path: Path) -> None:
     script = SCRIPT.replace("GRADER", repr(str(CASE_DIR / "grader")), 2).replace("TMP", repr(str(tmp_path)), 1)
+    script = script.replace("HARNESSLIB", repr(str(SOURCE_ROOT / "gym_trainfail" / "harnesslib")), 1)
     done = subprocess.run(
         [str(runtime.bin_dir / "python"), "-c", script],
         capture_output=True,

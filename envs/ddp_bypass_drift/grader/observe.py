@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import stat
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from artifacts import ArtifactError, check_zip, number, read_bounded, read_json_object, read_tail  # the harness library
 import torch
 
 State = dict[str, torch.Tensor]
@@ -29,10 +27,6 @@ LOG_LIMIT = 256 << 10
 MAX_RECORDS = 100_000
 #: Layout version of the run kit's observer records (``kit/observe/step_observer.py``).
 RECORD_FORMAT = 1
-
-
-class ArtifactError(Exception):
-    """An artifact is missing, too large or not what the README documents."""
 
 
 @dataclass(frozen=True)
@@ -62,56 +56,6 @@ class Observation:
     metrics: list[StepRecord]
     saved: State
     ranks: list[RankRecord]
-
-
-def read_bounded(path: Path, limit: int) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes (links not followed)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as err:
-        raise ArtifactError(f"{path.name}: {err.strerror or 'cannot open'}") from None
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fh.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ArtifactError(f"{path.name}: not a regular file")
-        if info.st_size > limit:
-            raise ArtifactError(f"{path.name}: {info.st_size} bytes, over the {limit}-byte limit")
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise ArtifactError(f"{path.name}: over the {limit}-byte limit")
-    return data
-
-
-def read_tail(path: Path, limit: int = LOG_LIMIT) -> str:
-    """The last ``limit`` bytes of a regular file as text; empty if there is none."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return ""
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return ""
-        size = fh.seek(0, os.SEEK_END)
-        fh.seek(max(0, size - limit))
-        return fh.read(limit).decode("utf-8", errors="replace")
-
-
-def read_json_object(path: Path, limit: int = JSON_LIMIT) -> dict[str, Any]:
-    """A JSON object from a bounded file."""
-    try:
-        value = json.loads(read_bounded(path, limit).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as err:
-        raise ArtifactError(f"{path.name}: not JSON ({type(err).__name__})") from None
-    if not isinstance(value, dict):
-        raise ArtifactError(f"{path.name}: not a JSON object")
-    return value
-
-
-def number(value: Any) -> float | None:
-    """A JSON number as float (NaN and infinities kept); anything else (bool too) is None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
 
 
 def _record(line: str, index: int) -> StepRecord:
@@ -144,21 +88,10 @@ def read_metrics(path: Path, steps: int) -> list[StepRecord]:
     return records
 
 
-def _checked_zip(data: bytes, name: str, limit: int) -> None:
-    """A torch zip checkpoint whose members unpack to at most ``limit`` bytes."""
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            unpacked = sum(info.file_size for info in archive.infolist())
-    except (zipfile.BadZipFile, ValueError, OSError):
-        raise ArtifactError(f"{name}: not a torch zip checkpoint") from None
-    if unpacked > limit:
-        raise ArtifactError(f"{name}: unpacks to {unpacked} bytes")
-
-
 def _load(path: Path, limit: int) -> Any:
     """A torch zip file through the safe loader, after size and unpacked-size checks."""
     data = read_bounded(path, limit)
-    _checked_zip(data, path.name, UNPACK_RATIO * limit)
+    check_zip(data, path.name, UNPACK_RATIO * limit)
     try:
         return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 - any refusal of the safe loader is a bad file

@@ -11,13 +11,11 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
-import stat
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from artifacts import ArtifactError, check_zip, number, read_bounded, read_json_object, read_tail  # the harness library
 import torch
 
 State = dict[str, torch.Tensor]
@@ -34,10 +32,6 @@ MAX_RECORDS = 100_000
 PARTITION_DIMS = {"mlp.fc1.weight": 0, "mlp.fc1.bias": 0, "mlp.fc2.weight": 1}
 #: State-dict entries of megatron-core layers that are not parameters (saved as None).
 EXTRA_STATE = "._extra_state"
-
-
-class ArtifactError(Exception):
-    """An artifact is missing, too large or not what the README documents."""
 
 
 @dataclass(frozen=True)
@@ -57,56 +51,6 @@ class Observation:
 
     metrics: list[StepRecord]
     rank_states: list[State]
-
-
-def read_bounded(path: Path, limit: int) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes (links not followed)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as err:
-        raise ArtifactError(f"{path.name}: {err.strerror or 'cannot open'}") from None
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fh.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ArtifactError(f"{path.name}: not a regular file")
-        if info.st_size > limit:
-            raise ArtifactError(f"{path.name}: {info.st_size} bytes, over the {limit}-byte limit")
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise ArtifactError(f"{path.name}: over the {limit}-byte limit")
-    return data
-
-
-def read_tail(path: Path, limit: int = LOG_LIMIT) -> str:
-    """The last ``limit`` bytes of a regular file as text; empty if there is none."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return ""
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return ""
-        size = fh.seek(0, os.SEEK_END)
-        fh.seek(max(0, size - limit))
-        return fh.read(limit).decode("utf-8", errors="replace")
-
-
-def read_json_object(path: Path, limit: int = JSON_LIMIT) -> dict[str, Any]:
-    """A JSON object from a bounded file."""
-    try:
-        value = json.loads(read_bounded(path, limit).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as err:
-        raise ArtifactError(f"{path.name}: not JSON ({type(err).__name__})") from None
-    if not isinstance(value, dict):
-        raise ArtifactError(f"{path.name}: not a JSON object")
-    return value
-
-
-def number(value: Any) -> float | None:
-    """A JSON number as float (NaN and infinities kept); anything else (bool too) is None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
 
 
 def _record(line: str, index: int) -> StepRecord:
@@ -139,17 +83,6 @@ def read_metrics(path: Path, steps: int) -> list[StepRecord]:
     return records
 
 
-def _checked_zip(data: bytes, name: str, limit: int) -> None:
-    """A torch zip checkpoint whose members unpack to at most ``limit`` bytes."""
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            unpacked = sum(info.file_size for info in archive.infolist())
-    except (zipfile.BadZipFile, ValueError, OSError):
-        raise ArtifactError(f"{name}: not a torch zip checkpoint") from None
-    if unpacked > limit:
-        raise ArtifactError(f"{name}: unpacks to {unpacked} bytes")
-
-
 def _module_state(blob: Any, name: str) -> State:
     """The ``"module"`` entry: parameter names to dense floating CPU tensors (empty extra
     states skipped)."""
@@ -171,7 +104,7 @@ def _module_state(blob: Any, name: str) -> State:
 def read_rank_state(path: Path, limit: int) -> State:
     """One rank's parameters from ``mp_rank_XX_model_states.pt`` (at most ``limit`` bytes)."""
     data = read_bounded(path, limit)
-    _checked_zip(data, path.name, STATE_UNPACK_RATIO * limit)
+    check_zip(data, path.name, STATE_UNPACK_RATIO * limit)
     try:
         blob = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 - any refusal of the safe loader is a bad file

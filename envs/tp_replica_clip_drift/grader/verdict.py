@@ -2,77 +2,14 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
+from judgekit import Verdict, one_line  # the harness library
 from observe import Observation, State, gather_full, partition_dim, replicated_spread, shard_shape
 from oracle import Reference
 from scenario import Scenario
-
-# torch 2.13's gloo can abort in static destructors after all Python code has run.
-EXIT_ABORT_MARKER = "terminate called without an active exception"
-
-
-@dataclass
-class Verdict:
-    """Status (``pass``, ``fail`` or ``retry``), a one-line reason and the measured metrics."""
-
-    status: str
-    reason: str
-    metrics: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class RunEnd:
-    """How the run phase and this scenario's launch ended (the launch part is reported by the
-    untrusted run kit; it can only turn a missing result into a fail or a retry)."""
-
-    phase_exit_code: int | None
-    phase_timed_out: bool
-    phase_oom_killed: bool
-    phase_output_tail: str
-    launch_returncode: int | None
-    launch_timed_out: bool
-    kit_error: str
-    kit_notes: str
-    log_text: str
-
-
-def one_line(text: str, limit: int = 300) -> str:
-    """Adversarial text made fit for a reason: printable, one line, bounded."""
-    flat = "".join(c if c.isprintable() else " " for c in text.replace("\n", " "))
-    return " ".join(flat.split())[:limit]
-
-
-def last_error_line(log_text: str) -> str:
-    """The most informative line of the job log for a one-line failure reason."""
-    lines = [ln.strip() for ln in log_text.splitlines() if ln.strip()]
-    for line in reversed(lines):
-        if "Error" in line or "error:" in line or "Exception" in line:
-            return one_line(line)
-    return one_line(lines[-1]) if lines else "(no output)"
-
-
-def unfinished(sc: Scenario, end: RunEnd, why: str) -> Verdict:
-    """No complete outputs: only a bare gloo exit abort retries; everything else fails."""
-    if end.phase_timed_out:
-        return Verdict("fail", f"the run phase hit its time limit before the outputs were complete ({why})")
-    if end.phase_oom_killed:
-        return Verdict("fail", f"the run phase was killed for memory before the outputs were complete ({why})")
-    if end.launch_timed_out:
-        return Verdict("fail", f"pipeline did not finish within {sc.run_timeout_s:g}s ({why})")
-    if EXIT_ABORT_MARKER in end.log_text and "Traceback" not in end.log_text:
-        return Verdict("retry", f"gloo exit abort before outputs were complete ({why})")
-    if end.kit_error:
-        return Verdict("fail", f"the run kit could not run the scenario ({why}): {one_line(end.kit_error)}")
-    if not end.log_text:
-        tail = one_line(end.phase_output_tail[-300:]) or "(no output)"
-        return Verdict("fail", f"no job log ({why}); the run phase exited with code "
-                               f"{end.phase_exit_code}, its output ends: {tail}")
-    notes = f"; the run kit left behind: {one_line(end.kit_notes, 200)}" if end.kit_notes else ""
-    return Verdict("fail", f"pipeline exited with code {end.launch_returncode}, outputs missing or malformed "
-                           f"({why}){notes}; last log line: {last_error_line(end.log_text)}")
 
 
 def _structure(ref: Reference, state: State, tp: int, what: str, replicated_only: bool = False) -> str | None:
