@@ -88,6 +88,16 @@ def _judge(statement: str) -> bool | None:
         # a negated accounting verb omits its object from the account; the object itself is asserted
         "The planner misses the head: three buffers. Its price doesn't account for the fact that checkpoint inputs "
         "stay live.",
+        # a question answered "yes" at once asserts; a "why" question introduces the answer
+        "Is it that the planner misses the head? Yes: three buffers, while checkpoint inputs stay live.",
+        "Why the OOM? The planner misses the head: three buffers, and checkpoint inputs stay live.",
+        # "ignore that" after a side remark dismisses the remark, not the diagnosis before it
+        CORRECT + " The CSV logger also warns about fp16, ignore that.",
+        # a subordinate clause ("since", "because", "while") or "and still" is out of a negation's reach
+        "The planner misses the head: three buffers. The price was never raised since checkpoint inputs stay live "
+        "in the layer term.",
+        "The planner misses the head, three buffers; the old cache is not refreshed and still checkpoint inputs stay "
+        "live.",
         # "and" before a new subject ("each", "all", "we") ends the negated clause
         "The allocator never frees early and all checkpoint inputs stay live; the planner misses the head: three "
         "buffers.",
@@ -147,16 +157,26 @@ def test_correct_statements_in_natural_wordings(statement: str) -> None:
         "The planner misses the head: three buffers. None of the checkpoint inputs stay live.",
         # "neither … nor" negates: the planner misses nothing
         "The planner misses neither the forward nor the head; three buffers; checkpoint inputs stay live.",
+        # yes/no questions ask, they do not assert (also with "Could it be that", a leading "So")
+        "Could it be that the planner misses the head, with three buffers while checkpoint inputs stay live?",
+        "So is it that the planner misses the head, holding three buffers while checkpoint inputs stay live?",
+        "Is it that the planner misses the head, with three buffers while checkpoint inputs stay live? No, it prices it.",
+        # "ignore that" at the start of its sentence takes back what came before
+        CORRECT + " Ignore that, the trace was from another job.",
+        # "not because" keeps the reason under the negation
+        "The planner misses the head: three buffers. The OOM is not because checkpoint inputs stay live.",
         # only supposed, or still to be checked
         "If the planner missed the head, three buffers and live checkpoint inputs would explain it.",
         # inverted and "in principle" conditionals
-        "Had the planner missed the head, three buffers and live checkpoint inputs would have shown up. They did not.",
-        "In principle the planner misses the head, and three buffers with checkpoint inputs that stay live could "
-        "then overflow the budget.",
+        "Were it so that the planner misses the head, three buffers while checkpoint inputs stay live would show in "
+        "the trace. They do not.",
+        "In principle the planner misses the head, and three buffers while checkpoint inputs stay live could then "
+        "overflow the budget.",
         # "If so" after a question or a supposition is still a supposition
-        "Does the planner miss the head? If so, three buffers would be held while checkpoint inputs stay live.",
-        "If the planner missed the head, it would matter. If so, three buffers would be held while checkpoint inputs "
-        "stay live.",
+        "Is the OOM from the head? If so, the planner misses the head with three buffers while checkpoint inputs "
+        "stay live, which would explain it.",
+        "If the head were large, it would matter. If so, the planner misses the head with three buffers while "
+        "checkpoint inputs stay live, which would explain it.",
         "Next I'll check whether the planner misses the head; three buffers; checkpoint inputs stay live.",
     ],
 )

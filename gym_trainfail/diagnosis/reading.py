@@ -59,7 +59,8 @@ NEITHER = re.compile(r"\bneither\b", re.IGNORECASE)
 CLAUSE_BREAK = re.compile(
     r"[;!?\n,()]|[.:](?=\s|$)|\s[-–—]+\s|—|--|\b(?:but|however|although|though|whereas|yet)\b"
     r"|\b(?:and|so)\s+(?=(?:the|this|that|these|those|it|they|its|their|so|then|thus|hence|therefore|each|every|both|all|"
-    r"we|i|our|my|one)\b)",
+    r"we|i|our|my|one|still|instead|also|now)\b)"
+    r"|(?<!\bnot\s)(?<!n't\s)(?<!\bnever\s)\b(?:because|since|while|whereas|when)\b",
     re.IGNORECASE,
 )
 #: Where a clause ends for a known wrong explanation (commas do not end it).
@@ -158,6 +159,9 @@ PREAMBLE = re.compile(
 #: A refutation that names what came before as its object ("none of this", "the list above"): it
 #: takes back everything before it, wherever it stands in its sentence.
 BACKREF = re.compile(r"\b(?:above|none\s+of|all\s+of|these|those)\b", re.IGNORECASE)
+#: A retraction that only dismisses ("ignore that"): after a remark in its own sentence ("the CSV logger
+#: warns about fp16, ignore that") it dismisses that remark, not everything before.
+DISMISSAL = re.compile(r"(?:disregard|ignore)\s+(?:that|this)", re.IGNORECASE)
 #: Where a withdrawal's reach ends (matches before this point in its clause are taken back).
 WITHDRAWAL_END = re.compile(r"[;!?\n]|[.:](?=\s|$)|\s[-–—]+\s")
 SENTENCE_BREAK = re.compile(r"[!?\n]|[.](?=\s|$)")
@@ -180,6 +184,18 @@ ANAPHORIC_IF = re.compile(
 PROSE_SENTENCE_END = re.compile(r"[!?]|[.](?=\s|$)|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
 MODAL = re.compile(r"\b(?:were|would|could|might)\b", re.IGNORECASE)
 ONLY_IF = re.compile(r"\bonly\s+if\b", re.IGNORECASE)
+#: A yes/no question: a sentence ending in "?" that opens with an auxiliary verb or a "maybe" ("Is X …?",
+#: "Could it be that X?", "So does X …?"); "why"/"what" questions are not (they often introduce the answer).
+YES_NO_QUESTION = re.compile(
+    r"\W*(?:(?:so|and|but|hmm+|wait|ok(?:ay)?|now|then|or)[,.]?\s+)?(?:is|are|was|were|does|do|did|could|can|would|might|"
+    r"may|should|has|have|will|maybe|perhaps|possibly)\b",
+    re.IGNORECASE,
+)
+#: An immediate yes to a question ("? Yes: …", "? It does."): the question then asserts.
+ANSWER_YES = re.compile(
+    r"[\s*_]*(?:yes|yep|yeah|indeed|exactly|confirmed|correct|it\s+(?:is|does|did|was)|they\s+(?:are|do|did|were))\b",
+    re.IGNORECASE,
+)
 #: What the agent still has to find out ("check whether …").
 OPEN_QUESTION = re.compile(
     r"\b(?:check|verify|test|see|confirm|find\s+out|determine)\w*\s+(?:whether|if)\b", re.IGNORECASE
@@ -322,12 +338,15 @@ def _survives(pattern: re.Pattern[str], text: str, start: int, end: int) -> bool
 
 
 def _hypothetical(text: str, at: int) -> bool:
-    """Whether the match at ``at`` sits in a conditional sentence ("If X were …, Y would …") or in
-    a question the agent means to check ("check whether X")."""
+    """Whether the match at ``at`` sits in a conditional sentence ("If X were …, Y would …"), in a
+    yes/no question ("Could it be that X?", "Is X …?") or in a question the agent means to check
+    ("check whether X")."""
     begin, stop = _prose_sentence(text, at)
     sentence = text[begin:stop]
     if (_supposes(text, begin, sentence) or ONLY_IF.search(sentence)) and MODAL.search(sentence):
         return True
+    if text.startswith("?", stop) and YES_NO_QUESTION.match(sentence) and not ANSWER_YES.match(text, stop + 1):
+        return True  # "Is X …?" asks, unless answered "Yes, …" at once
     breaks = list(CLAUSE_BREAK.finditer(text, begin, at))
     return bool(OPEN_QUESTION.search(text, breaks[-1].end() if breaks else begin, at))
 
@@ -408,7 +427,7 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
             wrong_only = any(p.search(target) for p in wrong_patterns)
             begin = _sentence_start(statement, match.start())
             local = (
-                kind == "refutation"
+                (kind == "refutation" or DISMISSAL.fullmatch(match.group(0)) is not None)
                 and PREAMBLE.fullmatch(statement, begin, match.start()) is None
                 and BACKREF.search(match.group(0)) is None
             )
