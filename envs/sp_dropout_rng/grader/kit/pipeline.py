@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,17 @@ add_to_path()
 import warm_launch  # noqa: E402 - its folder is only known at run time
 
 WarmLauncher = warm_launch.WarmLauncher
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How the launched job ended, and where its combined output went."""
+
+    returncode: int | None
+    timed_out: bool
+    started: float
+    ended: float
+    log_path: Path
 
 
 def overrides(sc: Scenario, output_dir: Path) -> list[str]:
@@ -81,10 +93,16 @@ def job_env(sc: Scenario, observe_dir: Path) -> dict[str, str]:
 
 
 def run_pipeline(sc: Scenario, workspace: Path, args: list[str], log_path: Path, observe_dir: Path,
-                 launcher: Any | None = None) -> Any:
-    """Run the job to completion or its time limit (whole group killed); an ``Ended``."""
+                 launcher: Any | None = None) -> RunResult:
+    """Run the job to completion or its time limit (whole group killed).
+
+    With a ``launcher`` (a ``WarmLauncher``, for scenario groups) the ranks are forked from its
+    warm server instead of a fresh ``torchrun``; same module, arguments and rank environment.
+    """
     env = job_env(sc, observe_dir)
     if launcher is None:
-        return warm_launch.launch_cold(command(sc, args), workspace, env, log_path, sc.run_timeout_s)
-    return launcher.launch(MODULE, ["--config", BASE_CONFIG, *args], sc.tp, workspace, env,
-                           log_path, sc.run_timeout_s, setup=OBSERVER_SETUP)
+        ended = warm_launch.launch_cold(command(sc, args), workspace, env, log_path, sc.run_timeout_s)
+    else:
+        ended = launcher.launch(MODULE, ["--config", BASE_CONFIG, *args], sc.tp, workspace, env,
+                                log_path, sc.run_timeout_s, setup=OBSERVER_SETUP)
+    return RunResult(ended.returncode, ended.timed_out, ended.started, ended.ended, log_path)
