@@ -3,7 +3,9 @@
 A phrasing's match is an assertion unless
 
 - a negation governs it: a negation word before it in the same clause (for the mechanism's
-  concepts commas, parentheses, spaced dashes and "and"/"so" before a new subject end a clause;
+  concepts commas, parentheses, spaced dashes, "and"/"so" before a new subject and a subordinate
+  "since"/"because"/"while"/"when" end a clause; a negated accounting verb, "doesn't account for
+  X", governs the verb and leaves X asserted; "neither … nor" is one negation;
   for known wrong explanations only stronger breaks do, so "not the learning rate, padding or
   accumulation" rejects all three), or a negation word inside the match that the phrasing does
   not need (``README never documents 42`` under ``README.{0,60}42``; a phrasing written *with*
@@ -11,11 +13,13 @@ A phrasing's match is an assertion unless
 - a denial follows it in its clause ("… is not the cause", "… is harmless", "ruled out"), or its
   sentence or list item is marked false after it ("… - rejected", "… (ruled out: …)");
 - it only supposes: a conditional sentence with a modal ("If X were …, Y would …", "X would …,
-  but only if …") or a question
-  the agent means to check ("check whether X");
+  but only if …", "Had X …, Y would …", "In principle X would …"; not "If so, …" after the
+  agent's own statement), a yes/no question not answered yes at once ("Could it be that X?"), or
+  a question the agent means to check ("check whether X");
 - it reports an earlier belief ("earlier I said X", "my first guess was X") in its clause;
-- a later withdrawal takes it back ("Edit: scratch that", "I was wrong", "that's not it", a
-  reported claim followed by "it is false"): a withdrawal cancels every match before the end of
+- a later withdrawal takes it back ("Edit: scratch that", "I was wrong", "that's not it", "nvm",
+  "I disagree", "none of this explains it", "Update: ruled out.", a reported claim followed by
+  "it is false"): a withdrawal cancels every match before the end of
   its clause. A refutation such as "that's not it" after a claim in its own sentence ("padding
   is masked, so that's not it") cancels only that sentence; a withdrawal naming a known wrong
   explanation as what it takes back only cancels wrong explanations ("I was wrong to blame the
