@@ -1,0 +1,67 @@
+"""Run phase of TrainFail/ZeroBoundaryMicrobatch-v0: launch the pipeline, keep its outputs.
+
+    python /kit/run.py --scenarios /io/scenarios.json --out-dir /out
+
+Untrusted: the revision's code runs in the same sandbox, as the same user, so nothing here is
+private and nothing here is a verdict. Working directory: the revision. For each scenario it
+copies the revision to a fresh folder, writes the grader-owned initial weights and data there
+(``fixtures.py``), runs the training the way the workspace README documents with overrides that
+pin every setting the judge's reference depends on (``pipeline.py``), and leaves under
+``OUT/<scenario>/``:
+
+* ``metrics.jsonl`` and ``final/model.pt``: the README's run outputs, copied only if they are
+  regular files within a size limit;
+* ``observe/rankR.pt``: the observer's per-step records of every rank (same rules);
+* ``job.log``: the last 200 KB of the job's combined output;
+* ``timings.json``: how the launch ended (exit code, time-out) and how long each part took.
+
+A group of scenarios shares one warm launcher (torch and DeepSpeed imported once); a single
+scenario, or any scenario after the warm launcher failed, gets a fresh ``torchrun``. The
+protocol's scaffolding is the harness library's ``runkit.py``.
+"""
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from fixtures import make_inputs, write_inputs
+from pipeline import PRELOAD, launch_env, overrides, run_pipeline  # puts the harness library on sys.path
+from scenario import Scenario, read_requests
+
+import runkit  # noqa: E402 - from the harness library
+
+METRICS_LIMIT = 4 << 20
+
+
+def wanted(sc: Scenario) -> list[tuple[str, int]]:
+    """The README-documented outputs and the observer records the judge reads (the kit points
+    the observer at ``<run_dir>/observe``), each with its size limit."""
+    files = [("metrics.jsonl", METRICS_LIMIT), ("final/model.pt", sc.state_limit_bytes)]
+    files += [(f"observe/rank{r}.pt", sc.record_limit_bytes) for r in range(sc.devices)]
+    return files
+
+
+def run_one(sc: Scenario, source: Path, scratch: Path, dest: Path, launchers: runkit.Launchers) -> dict[str, Any]:
+    """Fresh workspace copy -> fixtures -> launch -> collect; the scenario's timings record."""
+    t0 = time.time()
+    workspace = scratch / "workspace"
+    shutil.copytree(source, workspace, symlinks=True)
+    files = write_inputs(make_inputs(sc), scratch / "inputs")
+    out_dir = scratch / "outputs"
+    args, log_path, observe_dir = overrides(sc, files, out_dir), scratch / "job.log", out_dir / sc.name / "observe"
+    t1 = time.time()
+    run, launcher = launchers.run(lambda warm: run_pipeline(sc, workspace, args, log_path, observe_dir, warm))
+    t2 = time.time()
+    notes = runkit.collect(out_dir / sc.name, dest, wanted(sc))
+    runkit.copy_tail(run.log_path, dest / "job.log", runkit.LOG_LIMIT)
+    return {"launcher": launcher, "returncode": run.returncode, "timed_out": run.timed_out,
+            "started": run.started, "ended": run.ended, "prepare_s": round(t1 - t0, 3),
+            "collect_s": round(time.time() - t2, 3), "notes": notes}
+
+
+KIT = runkit.RunKit("ZeroBoundaryMicrobatch", Scenario.from_request, run_one, PRELOAD, launch_env, read_requests)
+
+if __name__ == "__main__":
+    runkit.main(KIT)
