@@ -96,6 +96,24 @@ def test_plan_refuses_a_different_batch_in_the_same_directory(tmp_path: Path) ->
     )
 
 
+def test_a_batch_grows_by_cases_without_replaying_the_others(tmp_path: Path) -> None:
+    layout = RunLayout(tmp_path / "run")
+    echo = resolve_cases([str(ECHO_CASE)])
+    both = resolve_cases(["TrainFail/DDPTokenAverage-v0", str(ECHO_CASE)])
+    first = write_plan(layout, make_plan(echo, ["control"], ["noop"], 1, sandbox="bwrap"))
+    grown = write_plan(layout, make_plan(both, ["control"], ["noop"], 1, sandbox="bwrap"))
+    assert grown.episodes[: len(first.episodes)] == first.episodes and grown.created == first.created
+    assert [e.case for e in grown.episodes] == ["TrainFailTest/Echo-v0", "TrainFail/DDPTokenAverage-v0"]
+    assert grown.spec.cases == ("TrainFailTest/Echo-v0", "TrainFail/DDPTokenAverage-v0")
+    assert load_plan(layout) == grown
+    # the grown batch resumes as itself; fewer cases, or more cases with other arguments, are refused
+    assert write_plan(layout, make_plan(both, ["control"], ["noop"], 1, sandbox="bwrap")) == grown
+    for cases, trials in ((echo, 1), (both + resolve_cases(["TrainFail/TPClipGradNorm-v0"]), 2)):
+        with pytest.raises(TrainFailError, match="already holds a different batch"):
+            write_plan(layout, make_plan(cases, ["control"], ["noop"], trials, sandbox="bwrap"))
+    assert load_plan(layout) == grown
+
+
 def test_plan_checks_names(echo_case: CaseSpec) -> None:
     with pytest.raises(TrainFailError, match=r"^unknown arm\(s\) \['placebo'\]; expected some of"):
         make_plan([echo_case], ["placebo"], ["noop"], 1)

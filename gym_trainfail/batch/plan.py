@@ -1,8 +1,10 @@
 """The batch plan: every episode of cases × arms × agents × trials, written before anything runs.
 
 A plan is identified by its *spec* (cases, arms, agents, trials, sandbox, agent options).
-Re-running the same command on the same run directory reuses the plan on disk; a different
-spec for an existing run directory is refused, so two batches never mix in one directory.
+Re-running the same command on the same run directory reuses the plan on disk. The same batch
+over more cases (every other argument equal) grows the plan: the new cases' episodes are added
+and nothing already played is replayed, so a case added to the library joins a leaderboard. Any
+other spec for an existing run directory is refused, so two batches never mix in one directory.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -207,6 +209,10 @@ def write_plan(layout: RunLayout, plan: BatchPlan) -> BatchPlan:
     same spec. A different spec is refused: one run directory holds one batch."""
     if layout.plan.exists():
         existing = load_plan(layout)
+        grown = _grown(existing, plan)
+        if grown is not None:
+            write_json(layout.plan, grown.to_json())
+            return grown
         if existing.spec.to_json() != plan.spec.to_json():
             raise TrainFailError(
                 f"{layout.root} already holds a different batch ({_describe(existing.spec)}); "
@@ -218,6 +224,20 @@ def write_plan(layout: RunLayout, plan: BatchPlan) -> BatchPlan:
         return existing
     write_json(layout.plan, plan.to_json())
     return plan
+
+
+def _grown(existing: BatchPlan, plan: BatchPlan) -> BatchPlan | None:
+    """``existing`` with the episodes of ``plan``'s further cases appended, when ``plan`` is the
+    same batch over more cases (every other argument equal): a case added to the library joins a
+    leaderboard without replaying the rest. None when ``plan`` adds no case or differs otherwise."""
+    old, new = existing.spec, plan.spec
+    added = [c for c in new.cases if c not in old.cases]
+    if not added or not set(old.cases) <= set(new.cases):
+        return None
+    if replace(new, cases=old.cases).to_json() != old.to_json():
+        return None
+    episodes = existing.episodes + tuple(e for e in plan.episodes if e.case in added)
+    return BatchPlan(replace(old, cases=(*old.cases, *added)), episodes, plan.max_attempts, existing.created)
 
 
 def load_plan(layout: RunLayout) -> BatchPlan:
