@@ -213,7 +213,8 @@ def write_plan(layout: RunLayout, plan: BatchPlan) -> BatchPlan:
         if grown is not None:
             write_json(layout.plan, grown.to_json())
             return grown
-        if existing.spec.to_json() != plan.spec.to_json():
+        same_cases = set(existing.spec.cases) == set(plan.spec.cases)
+        if not same_cases or replace(plan.spec, cases=existing.spec.cases).to_json() != existing.spec.to_json():
             raise TrainFailError(
                 f"{layout.root} already holds a different batch ({_describe(existing.spec)}); "
                 f"re-run it with the same arguments to resume, or give a new --out for {_describe(plan.spec)}"
