@@ -4,6 +4,7 @@ matching through markup and code identifiers, with evidence quoted from the stat
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -98,6 +99,10 @@ def _judge(statement: str) -> bool | None:
         "in the layer term.",
         "The planner misses the head, three buffers; the old cache is not refreshed and still checkpoint inputs stay "
         "live.",
+        # a relative "which isn't the case" denies its own clause, it withdraws nothing before it
+        CORRECT + " The budget would hold only if the head were free, which isn't the case.",
+        # an open question in a later clause does not reach back
+        CORRECT + " Next I will check whether the allocator rounds up.",
         # "and" before a new subject ("each", "all", "we") ends the negated clause
         "The allocator never frees early and all checkpoint inputs stay live; the planner misses the head: three "
         "buffers.",
@@ -160,11 +165,19 @@ def test_correct_statements_in_natural_wordings(statement: str) -> None:
         # yes/no questions ask, they do not assert (also with "Could it be that", a leading "So")
         "Could it be that the planner misses the head, with three buffers while checkpoint inputs stay live?",
         "So is it that the planner misses the head, holding three buffers while checkpoint inputs stay live?",
-        "Is it that the planner misses the head, with three buffers while checkpoint inputs stay live? No, it prices it.",
+        "Is it that the planner misses the head, with three buffers while checkpoint inputs stay live? No, it prices "
+        "it.",
         # "ignore that" at the start of its sentence takes back what came before
         CORRECT + " Ignore that, the trace was from another job.",
         # "not because" keeps the reason under the negation
         "The planner misses the head: three buffers. The OOM is not because checkpoint inputs stay live.",
+        # someone else's claim, then a report of a check that refutes it
+        f"The design doc says {CORRECT} We measured it and that is not what happens.",
+        f"The issue says {CORRECT} I looked and that isn't true in our fork.",
+        f"The upstream thread says {CORRECT} I tested with our versions and that's no longer true.",
+        # clauses that open with "whether" are open questions
+        "Open questions: whether the planner misses the head, whether three buffers are held, and whether "
+        "checkpoint inputs stay live.",
         # only supposed, or still to be checked
         "If the planner missed the head, three buffers and live checkpoint inputs would explain it.",
         # inverted and "in principle" conditionals
@@ -201,6 +214,21 @@ def test_withdrawn_flag_and_a_later_restatement() -> None:
     assert (withdrawn.correct, withdrawn.withdrawn, withdrawn.concepts) == (False, True, ())
     restated = RubricJudge().judge(CORRECT + " Scratch that. " + CORRECT, RUBRIC)
     assert restated.correct is True
+
+
+def test_an_open_question_reaches_into_a_sentence_level_phrasing() -> None:
+    """A phrasing that starts at the sentence start ("Plan: confirm whether …") is read with its
+    clause's opening words; an open question in a later clause does not cancel it."""
+    sentence = dataclasses.replace(
+        RUBRIC, concepts=(_concept("sentence", r"(?:^|(?<=[.!?]\s))(?=[^.!?\n]{0,200}?\bplanner\b)[^.!?\n]{1,200}"),)
+    )
+    judged = {text: RubricJudge().judge(text, sentence).correct for text in (
+        "Plan: confirm whether the planner misses the head.",
+        "Next step: verify if the planner misses the head.",
+        "Plan: the planner misses the head.",
+        "The planner misses the head; next I check whether the allocator rounds.",
+    )}  # fmt: skip
+    assert list(judged.values()) == [False, False, True, True]
 
 
 def test_neither_nor_is_one_negation() -> None:

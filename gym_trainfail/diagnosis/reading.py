@@ -133,7 +133,9 @@ REFUTATION = re.compile(
     r"\b(?:that's|that\s+is|that\s+was|this\s+is|this\s+was|it's|it\s+is|it\s+was)\s+not\s+it\b"
     r"|\bnot\s+it\s+after\s+all\b|\bnot\s+the\s+(?:cause|problem|culprit|issue|bug)\s+after\s+all\b"
     r"|\b(?:that's|that\s+is|that\s+was|this\s+is|this\s+was|which\s+is)\s+not\s+(?:the|our|what)\s+(?:issue|cause|problem|"
-    r"culprit|bug|explanation|mechanism|failure|happening)\b"
+    r"culprit|bug|explanation|mechanism|failure|happening|happens|happened)\b"
+    r"|\b(?:that|this|it)\s+(?:isn't|wasn't|is\s+not|was\s+not)\s+(?:true|correct|right)\b"
+    r"|\b(?:that|this)\s+(?:isn't|wasn't|is\s+not|was\s+not)\s+the\s+case\b(?!\s+that)"
     r"|\b(?:that's|that\s+is|that\s+was|it's|it\s+is|it\s+was|this\s+is|this\s+was|which\s+is|which\s+was)\s+"
     r"(?:false|untrue|not\s+true|not\s+correct|incorrect)\b"
     r"|\b(?:that's|that\s+is|that\s+was|it's|it\s+is|it\s+was|this\s+is|this\s+was)\s+(?:wrong|mistaken)\s*"
@@ -157,7 +159,8 @@ REFUTATION = re.compile(
 PREAMBLE = re.compile(
     r"(?:\W|\b(?:edit|update|actually|nvm|so|but|and|hmm+|no|wait|ok(?:ay)?|well|however|on\s+reflection|in\s+fact|"
     r"after\s+all|unfortunately|sadly|the|a|this|that|my|probe|data|run|output|numbers?|results?|test|experiment|"
-    r"check|measurement|logs?|digests?|now|then|again|new|latest|second)\b)*",
+    r"check|measurement|logs?|digests?|now|then|again|new|latest|second|i|we|it|checked|looked|tested|measured|"
+    r"verified|profiled|traced|logged|ran|reran|with|our|versions?|code|source|here|myself|ourselves)\b)*",
     re.IGNORECASE,
 )
 #: A refutation that names what came before as its object ("none of this", "the list above"): it
@@ -202,8 +205,14 @@ ANSWER_YES = re.compile(
 )
 #: What the agent still has to find out ("check whether …").
 OPEN_QUESTION = re.compile(
-    r"\b(?:check|verify|test|see|confirm|find\s+out|determine)\w*\s+(?:whether|if)\b", re.IGNORECASE
+    r"\b(?:check|verify|test|see|confirm|find\s+out|determine)\w*\s+(?:whether|if)\b|^\W*(?:and\s+|or\s+)?whether\b",
+    re.IGNORECASE | re.MULTILINE,
 )
+#: How far into a match that starts its clause an open question is looked for (a sentence-level
+#: phrasing starts where "Plan: check whether …" starts).
+OPEN_QUESTION_LEAD = 60
+#: A label opening a line or sentence ("Plan:", "Next step:", "To do:").
+LABEL = re.compile(r"\W*(?:[A-Za-z]+\s+){0,2}[A-Za-z]+\s*:\s*")
 #: What follows a withdrawal that names what it takes back ("… to blame X", "… about X").
 WITHDRAWN_OBJECT = re.compile(
     r"\s+(?:earlier\s+|before\s+|initially\s+|at\s+first\s+)?(?:about|on|with|to\s+(?:blame|suspect|think|say|assume|"
@@ -352,7 +361,18 @@ def _hypothetical(text: str, at: int) -> bool:
     if text.startswith("?", stop) and YES_NO_QUESTION.match(sentence) and not ANSWER_YES.match(text, stop + 1):
         return True  # "Is X …?" asks, unless answered "Yes, …" at once
     breaks = list(CLAUSE_BREAK.finditer(text, begin, at))
-    return bool(OPEN_QUESTION.search(text, breaks[-1].end() if breaks else begin, at))
+    clause = breaks[-1].end() if breaks else begin
+    if OPEN_QUESTION.search(text[clause:at]):
+        return True
+    if text[clause:at].strip():
+        return False
+    # the match starts its clause (a sentence-level phrasing): read the clause's opening words too,
+    # after a label ("Plan: check whether …", "Next step: verify whether …")
+    lead = text[at : at + OPEN_QUESTION_LEAD]
+    label = LABEL.match(lead)
+    lead = lead[label.end() if label else 0 :]
+    cut = CLAUSE_BREAK.search(lead)
+    return bool(OPEN_QUESTION.search(lead[: cut.start() if cut else len(lead)]))
 
 
 def _supposes(text: str, begin: int, sentence: str) -> bool:
