@@ -48,9 +48,11 @@ def main() -> None:
         final = torch.load(run(ranks, accum, micro) / "final" / "model.pt", weights_only=True)
         delta = torch.cat([(final[k] - init[k].to(torch.bfloat16).float()).reshape(-1) for k in init])
         updates[(ranks, accum, micro)] = delta.double()
-        print(f"split ranks={ranks} accum={accum} micro={micro} steps={STEPS}: update_l2={delta.norm().item():.6g}",
-              flush=True)
     base = updates[SPLITS[0]]
+    for (ranks, accum, micro), delta in updates.items():
+        cosine = (delta @ base / (delta.norm() * base.norm())).item()
+        print(f"split ranks={ranks} accum={accum} micro={micro} steps={STEPS}: update_l2={delta.norm().item():.6g} "
+              f"cosine_to_one_rank={cosine:.6f}", flush=True)
     for split, delta in updates.items():
         rel = ((delta - base).norm() / base.norm()).item()
         print(f"split ranks={split[0]} accum={split[1]} micro={split[2]} vs 1 rank: relative difference {rel:.3e}",
