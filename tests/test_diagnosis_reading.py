@@ -103,6 +103,12 @@ def _judge(statement: str) -> bool | None:
         CORRECT + " The budget would hold only if the head were free, which isn't the case.",
         # an open question in a later clause does not reach back
         CORRECT + " Next I will check whether the allocator rounds up.",
+        # a "Ruled out:" list rejects the wrong explanations it names; the cause follows
+        "Ruled out: a memory leak (memory returns to baseline), the allocator. What remains: " + CORRECT,
+        # a candidate marked confirmed is asserted; a conclusion after a candidate list stands
+        "Candidates: (a) a memory leak, (b) the planner misses the head with three buffers while checkpoint "
+        "inputs stay live (confirmed by the trace).",
+        "Candidates: a memory leak, fragmentation. " + CORRECT,
         # "and" before a new subject ("each", "all", "we") ends the negated clause
         "The allocator never frees early and all checkpoint inputs stay live; the planner misses the head: three "
         "buffers.",
@@ -175,6 +181,18 @@ def test_correct_statements_in_natural_wordings(statement: str) -> None:
         f"The design doc says {CORRECT} We measured it and that is not what happens.",
         f"The issue says {CORRECT} I looked and that isn't true in our fork.",
         f"The upstream thread says {CORRECT} I tested with our versions and that's no longer true.",
+        # a report that contradicts "it" takes back the claim before it
+        f"My teammate's theory: {CORRECT} The allocator trace contradicts it: the peak is in the forward.",
+        f"Per the design review, {CORRECT} The measured norms contradict this.",
+        # a verdict after an explicit preamble
+        CORRECT + " Edit: wrong, the head frees each buffer first.",
+        # one option in a list of candidates (inline, as list items, or a hedged list of alternatives)
+        "Candidates, none confirmed yet: (a) a leak, (b) the planner misses the head with three buffers while "
+        "checkpoint inputs stay live, (c) fragmentation. Maybe (b)?",
+        "Possible causes:\n- fragmentation\n- the planner misses the head with three buffers while checkpoint inputs "
+        "stay live\n- a bad meter",
+        "Could be fragmentation, or the planner misses the head with three buffers while checkpoint inputs stay live. "
+        "Not sure which yet.",
         # clauses that open with "whether" are open questions
         "Open questions: whether the planner misses the head, whether three buffers are held, and whether "
         "checkpoint inputs stay live.",

@@ -16,6 +16,8 @@ A phrasing's match is an assertion unless
   but only if …", "Had X …, Y would …", "In principle X would …"; not "If so, …" after the
   agent's own statement), a yes/no question not answered yes at once ("Could it be that X?"), or
   a question the agent means to check ("check whether X");
+- it is one option in a list of candidates ("Candidates: (a) …, (b) X", "Could be A, or X") not
+  marked confirmed, or an item under "Ruled out:";
 - it reports an earlier belief ("earlier I said X", "my first guess was X") in its clause;
 - a later withdrawal takes it back ("Edit: scratch that", "I was wrong", "that's not it", "nvm",
   "I disagree", "none of this explains it", "Update: ruled out.", a reported claim followed by
@@ -150,7 +152,11 @@ REFUTATION = re.compile(
     r"(?:doesn't|does\s+not|don't|do\s+not|can't|cannot|didn't|did\s+not)\s+explain\b"
     r"|\bnone\s+of\s+(?:this|that|these|those|the\s+above)\s+explains?\b"
     r"|\b(?:ruled\s+out|disproved|disproven|refuted|falsified|debunked)\s*(?=[.!;\n]|$)"
-    r"|\b(?:contradicts|disproves|refutes|falsifies|rules\s+out)\s+(?:it|this|that|the\s+above|my\s+\w+|all\s+of\s+that)\b"
+    r"|\b(?:contradict(?:s|ed)?|disprove(?:s|d)?|refute(?:s|d)?|falsif(?:y|ies|ied)|rule(?:s|d)?\s+out)\s+(?:it|this|that|"
+    r"the\s+above|my\s+\w+|all\s+of\s+that|the\s+(?:claim|theory|idea|hypothesis|note|finding|diagnosis|explanation))\b"
+    r"|\brule(?:s|d)?\s+(?:it|this|that)\s+out\b"
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:edit|update|correction|actually|nope|no)\b[\W_]*(?:(?:that's|that\s+is|this\s+is|it's|"
+    r"it\s+is)\s+)?(?:wrong|false|incorrect|mistaken|not\s+it)\b"
     r"|\b(?:doesn't|does\s+not|didn't|did\s+not)\s+hold\s+(?:up|water)?\s*(?:[.;:!,—–-]|$)"
     r"|\b(?:this|that|it)\s+(?:doesn't|does\s+not)\s+apply\b",
     re.IGNORECASE,
@@ -165,7 +171,10 @@ PREAMBLE = re.compile(
 )
 #: A refutation that names what came before as its object ("none of this", "the list above"): it
 #: takes back everything before it, wherever it stands in its sentence.
-BACKREF = re.compile(r"\b(?:above|none\s+of|all\s+of|these|those)\b", re.IGNORECASE)
+BACKREF = re.compile(
+    r"\b(?:above|none\s+of|all\s+of|these|those|contradict\w*|disprove\w*|refute\w*|falsif\w*|rule\w*\s+(?:it|this|that)?\s*out)\b",
+    re.IGNORECASE,
+)
 #: A retraction that only dismisses ("ignore that"): after a remark in its own sentence ("the CSV logger
 #: warns about fp16, ignore that") it dismisses that remark, not everything before.
 DISMISSAL = re.compile(r"(?:disregard|ignore)\s+(?:that|this)", re.IGNORECASE)
@@ -203,6 +212,27 @@ ANSWER_YES = re.compile(
     r"[\s*_]*(?:yes|yep|yeah|indeed|exactly|confirmed|correct|it\s+(?:is|does|did|was)|they\s+(?:are|do|did|were))\b",
     re.IGNORECASE,
 )
+#: A label that opens a list of candidates ("Candidates:", "Possible causes:", "Hypotheses:", "Suspects,
+#: none confirmed yet:") or of rejected explanations ("Ruled out:"): its items are options or
+#: rejections, not assertions, unless an item is marked confirmed.
+CANDIDATES = re.compile(
+    r"(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:open|possible|remaining|current|candidate|likely|potential)\s+)?"
+    r"(?:candidates?|causes|explanations|hypothes[ei]s|ideas|suspects|options|theories|possibilities|ruled\s+out|"
+    r"rejected|excluded|eliminated|dismissed)\b[^:\n]{0,40}:",
+    re.IGNORECASE,
+)
+#: A hedged sentence of alternatives ("Could be A, B, or C."): each alternative only an option.
+HEDGED_ALTERNATIVES = re.compile(
+    r"[\W_]*(?:(?:it\s+)?(?:could|might|may)\s+be|maybe|perhaps|possibly)\b", re.IGNORECASE
+)
+ALTERNATIVE = re.compile(r"\bor\b", re.IGNORECASE)
+#: An item of a candidate list marked as the one that holds.
+CONFIRMED = re.compile(
+    r"(?<!\bnot\s)(?<!\bnone\s)(?<!\bun)\b(?:confirmed|verified|this\s+is\s+it|that's\s+it|the\s+cause)\b|[✓✔]",
+    re.IGNORECASE,
+)
+INLINE_ITEM = re.compile(r"[,;]?\s+\(?[a-z0-9]\)\s", re.IGNORECASE)
+LIST_ITEM = re.compile(r"[ \t]*(?:[-*•]|\d+[.)]|\(?[a-z0-9]\))\s")
 #: What the agent still has to find out ("check whether …").
 OPEN_QUESTION = re.compile(
     r"\b(?:check|verify|test|see|confirm|find\s+out|determine)\w*\s+(?:whether|if)\b|^\W*(?:and\s+|or\s+)?whether\b",
@@ -211,6 +241,8 @@ OPEN_QUESTION = re.compile(
 #: How far into a match that starts its clause an open question is looked for (a sentence-level
 #: phrasing starts where "Plan: check whether …" starts).
 OPEN_QUESTION_LEAD = 60
+#: How many list items are walked back to find a list's label.
+MAX_LIST_ITEMS = 32
 #: A label opening a line or sentence ("Plan:", "Next step:", "To do:").
 LABEL = re.compile(r"\W*(?:[A-Za-z]+\s+){0,2}[A-Za-z]+\s*:\s*")
 #: What follows a withdrawal that names what it takes back ("… to blame X", "… about X").
@@ -318,6 +350,8 @@ def _asserts(pattern: re.Pattern[str], match: re.Match[str], view: View, at: Ass
     pairs = ((view.text, match.start(), match.end()), (view.source, at.start, at.end))
     if any(_denied_after(t, e) or _judged_false(t, b) for t, b, e in pairs):
         return False
+    if _candidate(view.source, at.start):  # read as written: list markers like "(b)" are markup in the views
+        return False
     return not (_hypothetical(view.text, match.start()) or _reported_past(view.text, match.start(), match.end()))
 
 
@@ -373,6 +407,33 @@ def _hypothetical(text: str, at: int) -> bool:
     lead = lead[label.end() if label else 0 :]
     cut = CLAUSE_BREAK.search(lead)
     return bool(OPEN_QUESTION.search(lead[: cut.start() if cut else len(lead)]))
+
+
+def _candidate(text: str, at: int) -> bool:
+    """Whether the match at ``at`` is one option in a list of candidates: its sentence opens a
+    candidates label before it ("Candidates: (a) …, (b) …") or is a hedged list of alternatives
+    ("Could be A, B, or C"), or it is an item of a list whose line before it is such a label; an
+    item marked confirmed after the match is not an option any more."""
+    begin, stop = _prose_sentence(text, at)
+    following = INLINE_ITEM.search(text, at + 1, stop)  # an inline list's next item: "…, (b) …"
+    if CONFIRMED.search(text, at, following.start() if following else stop):
+        return False
+    sentence = text[begin:stop]
+    if HEDGED_ALTERNATIVES.match(sentence) and ALTERNATIVE.search(sentence):
+        return True
+    if CANDIDATES.search(text, begin, at) or CANDIDATES.match(sentence):
+        return True
+    line_start = text.rfind("\n", 0, at) + 1
+    if not LIST_ITEM.match(text, line_start):
+        return False
+    # walk back over the list's items (bounded) to the line that introduces the list
+    for _ in range(MAX_LIST_ITEMS):
+        if line_start == 0:
+            return False
+        line_start = text.rfind("\n", 0, line_start - 1) + 1
+        if not LIST_ITEM.match(text, line_start):
+            return bool(CANDIDATES.search(text[line_start : text.find("\n", line_start)]))
+    return False
 
 
 def _supposes(text: str, begin: int, sentence: str) -> bool:
