@@ -109,6 +109,11 @@ def _judge(statement: str) -> bool | None:
         "Candidates: (a) a memory leak, (b) the planner misses the head with three buffers while checkpoint "
         "inputs stay live (confirmed by the trace).",
         "Candidates: a memory leak, fragmentation. " + CORRECT,
+        # "Not that it matters" is an aside; a contrast after "Not that X" starts the agent's own claim
+        "Not that it matters, but " + CORRECT,
+        "Not that a memory leak is involved; " + CORRECT,
+        # a refuted hypothesis about a wrong explanation leaves the mechanism after it standing
+        "The hypothesis that a memory leak causes it is refuted by the trace. " + CORRECT,
         # "and" before a new subject ("each", "all", "we") ends the negated clause
         "The allocator never frees early and all checkpoint inputs stay live; the planner misses the head: three "
         "buffers.",
@@ -193,6 +198,13 @@ def test_correct_statements_in_natural_wordings(statement: str) -> None:
         "stay live\n- a bad meter",
         "Could be fragmentation, or the planner misses the head with three buffers while checkpoint inputs stay live. "
         "Not sure which yet.",
+        # a conclusion taken back ("or so I thought"), a hypothesis refuted, someone else's possible view
+        f"I had concluded that {CORRECT[:-1]} - or so I thought, until the control run failed the same way.",
+        f"The hypothesis that {CORRECT[:-1]} is refuted by the probe.",
+        f"Someone might say {CORRECT[:-1]}. That would be a fair guess, but it isn't what this code does.",
+        f"A teammate said {CORRECT} That would be a fair guess, but it isn't what this code does.",
+        # a sentence that opens by denying all of it
+        f"Not that {CORRECT[:-1]}. We tested it directly.",
         # clauses that open with "whether" are open questions
         "Open questions: whether the planner misses the head, whether three buffers are held, and whether "
         "checkpoint inputs stay live.",

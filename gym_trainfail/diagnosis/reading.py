@@ -107,6 +107,7 @@ RETRACTION = re.compile(
     r"|\bi\s+take\s+(?:that|it|this|everything|all\s+of\s+that)\s+back\b|\bi\s+(?:hereby\s+)?(?:retract|withdraw)\b"
     r"|\b(?:retracted|withdrawn)\s*[:.!)\]]"
     r"|\b(?:disregard|ignore)\s+(?:the|my|all|everything)\s+(?:\w+\s+){0,3}?(?:above|before\s+this)\b"
+    r"|\bor\s+so\s+(?:i|we)\s+(?:thought|believed|assumed)\b"
     r"|\bnever\s*mind\b|\bnvm\b|\bi\s+stand\s+corrected\b|\bfalse\s+alarm\b"
     r"|\bi\s+was\s+(?:wrong|mistaken|incorrect)\b|\bi\s+(?:got|had)\s+(?:that|it|this)\s+wrong\b"
     r"|\b(?:the\s+above|my|this|that|the)\s+(?:earlier\s+|previous\s+|first\s+|initial\s+)?(?:theory|hypothesis|"
@@ -152,6 +153,9 @@ REFUTATION = re.compile(
     r"(?:doesn't|does\s+not|don't|do\s+not|can't|cannot|didn't|did\s+not)\s+explain\b"
     r"|\bnone\s+of\s+(?:this|that|these|those|the\s+above)\s+explains?\b"
     r"|\b(?:ruled\s+out|disproved|disproven|refuted|falsified|debunked)\s*(?=[.!;\n]|$)"
+    r"|\b(?:is|was|are|were|has\s+been|have\s+been)\s+(?:refuted|disproved|disproven|falsified|contradicted|debunked)\b"
+    r"|\b(?:isn't|is\s+not|wasn't|was\s+not)\s+what\s+(?:\w+\s+){0,2}?(?:does|do|did|happens|happened|is\s+going\s+on|"
+    r"is\s+happening)\b"
     r"|\b(?:contradict(?:s|ed)?|disprove(?:s|d)?|refute(?:s|d)?|falsif(?:y|ies|ied)|rule(?:s|d)?\s+out)\s+(?:it|this|that|"
     r"the\s+above|my\s+\w+|all\s+of\s+that|the\s+(?:claim|theory|idea|hypothesis|note|finding|diagnosis|explanation))\b"
     r"|\brule(?:s|d)?\s+(?:it|this|that)\s+out\b"
@@ -175,6 +179,9 @@ BACKREF = re.compile(
     r"\b(?:above|none\s+of|all\s+of|these|those|contradict\w*|disprove\w*|refute\w*|falsif\w*|rule\w*\s+(?:it|this|that)?\s*out)\b",
     re.IGNORECASE,
 )
+#: A sentence opening with an anaphor ("That would be a fair guess, but it isn't what this code does"):
+#: a refutation in it is about what came before.
+ANAPHORIC_START = re.compile(r"[\W_]*(?:that|this)\s+(?:would|might|could|is|was|sounds|seems|looks)\b", re.IGNORECASE)
 #: A retraction that only dismisses ("ignore that"): after a remark in its own sentence ("the CSV logger
 #: warns about fp16, ignore that") it dismisses that remark, not everything before.
 DISMISSAL = re.compile(r"(?:disregard|ignore)\s+(?:that|this)", re.IGNORECASE)
@@ -233,6 +240,17 @@ CONFIRMED = re.compile(
 )
 INLINE_ITEM = re.compile(r"[,;]?\s+\(?[a-z0-9]\)\s", re.IGNORECASE)
 LIST_ITEM = re.compile(r"[ \t]*(?:[-*•]|\d+[.)]|\(?[a-z0-9]\))\s")
+#: A sentence that opens by denying all of it ("Not that …", "It isn't true that …") or by voicing
+#: someone else's possible view ("Someone might say …", "One could argue …"); "Not that it matters" is
+#: an aside, not a denial.
+SENTENCE_DENIAL = re.compile(
+    r"[\W_]*(?:not\s+that\b(?!\s+it\s+matters)|it(?:'s|\s+is|\s+was)\s+not\s+(?:true|the\s+case)\s+that\b|"
+    r"it\s+(?:isn't|wasn't)\s+(?:true|the\s+case)\s+that\b|"
+    r"(?:someone|somebody|one|people|you|a\s+reviewer|others|a\s+skeptic)\s+(?:might|may|could|would)\s+"
+    r"(?:say|argue|think|claim|suggest|guess|assume|object)\b)",
+    re.IGNORECASE,
+)
+CONTRAST = re.compile(r"\b(?:but|however|yet|instead|rather)\b|;", re.IGNORECASE)
 #: What the agent still has to find out ("check whether …").
 OPEN_QUESTION = re.compile(
     r"\b(?:check|verify|test|see|confirm|find\s+out|determine)\w*\s+(?:whether|if)\b|^\W*(?:and\s+|or\s+)?whether\b",
@@ -352,6 +370,8 @@ def _asserts(pattern: re.Pattern[str], match: re.Match[str], view: View, at: Ass
         return False
     if _candidate(view.source, at.start):  # read as written: list markers like "(b)" are markup in the views
         return False
+    if _denied_sentence(view.text, match.start()):
+        return False
     return not (_hypothetical(view.text, match.start()) or _reported_past(view.text, match.start(), match.end()))
 
 
@@ -407,6 +427,18 @@ def _hypothetical(text: str, at: int) -> bool:
     lead = lead[label.end() if label else 0 :]
     cut = CLAUSE_BREAK.search(lead)
     return bool(OPEN_QUESTION.search(lead[: cut.start() if cut else len(lead)]))
+
+
+def _denied_sentence(text: str, at: int) -> bool:
+    """Whether the match at ``at`` is in a sentence that opens by denying or by voicing someone
+    else's possible view ("Not that X …", "It is not true that X …", "Someone might say X"), up to
+    a contrast ("…, but Y") that starts the agent's own claim."""
+    begin = _prose_sentence(text, at)[0]
+    opening = SENTENCE_DENIAL.match(text, begin)
+    if opening is None:
+        return False
+    contrast = CONTRAST.search(text, opening.end(), at)
+    return contrast is None
 
 
 def _candidate(text: str, at: int) -> bool:
@@ -515,6 +547,7 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
                 (kind == "refutation" or DISMISSAL.fullmatch(match.group(0)) is not None)
                 and PREAMBLE.fullmatch(statement, begin, match.start()) is None
                 and BACKREF.search(match.group(0)) is None
+                and ANAPHORIC_START.match(statement, begin) is None
             )
             found.append(Withdrawal(match.start(), reach, wrong_only, begin if local else 0))
     return sorted(found, key=lambda w: w.start)
