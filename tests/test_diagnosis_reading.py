@@ -114,6 +114,8 @@ def _judge(statement: str) -> bool | None:
         "Not that a memory leak is involved; " + CORRECT,
         # a refuted hypothesis about a wrong explanation leaves the mechanism after it standing
         "The hypothesis that a memory leak causes it is refuted by the trace. " + CORRECT,
+        # a root-cause line is not a list of candidates
+        "Root causes: " + CORRECT,
         # "and" before a new subject ("each", "all", "we") ends the negated clause
         "The allocator never frees early and all checkpoint inputs stay live; the planner misses the head: three "
         "buffers.",
@@ -203,6 +205,10 @@ def test_correct_statements_in_natural_wordings(statement: str) -> None:
         f"The hypothesis that {CORRECT[:-1]} is refuted by the probe.",
         f"Someone might say {CORRECT[:-1]}. That would be a fair guess, but it isn't what this code does.",
         f"A teammate said {CORRECT} That would be a fair guess, but it isn't what this code does.",
+        # a floated list where another item is picked; a doubted question; a belief that only looked so
+        f"Three explanations were floated: (1) {CORRECT[:-1]}; (2) a race; (3) bad data. The evidence points to (3).",
+        f"Is it that {CORRECT[:-1]}? I doubt it.",
+        f"Initially it looked as if {CORRECT[:-1]}. The probe shows otherwise.",
         # a sentence that opens by denying all of it
         f"Not that {CORRECT[:-1]}. We tested it directly.",
         # clauses that open with "whether" are open questions

@@ -125,6 +125,7 @@ PAST_BELIEF = re.compile(
     r"assumed|suggested|believed|suspected|guessed|blamed)\b"
     r"|\bi\s+(?:had\s+)?(?:earlier|previously|initially|first|originally)\s+(?:said|claimed|thought|wrote|assumed|suggested|"
     r"believed|suspected|guessed|blamed)\b|\bi\s+(?:used\s+to\s+think|had\s+thought)\b"
+    r"|\b(?:initially|at\s+first|originally|earlier)\s*,?\s+it\s+(?:looked|seemed|appeared)\s+(?:as\s+if|as\s+though|like|that)\b"
     r"|\bmy\s+(?:earlier|previous|first|initial|original|last)\s+(?:claim|guess|theory|hypothesis|diagnosis|idea|reading|"
     r"analysis|message|statement|conclusion|suspicion)\b",
     re.IGNORECASE,
@@ -145,6 +146,8 @@ REFUTATION = re.compile(
     r"(?:[.;:!,—–-]|$|after\s+all)"
     r"|\b(?:that's|that\s+is|it's|it\s+is|this\s+is)\s+no\s+longer\s+(?:true|the\s+case|correct|right)\b"
     r"|\b(?:i|we)\s+(?:\w+\s+){0,3}?disagree\b"
+    r"|\b(?:shows?|showed|says?|said|suggests?|suggested|indicates?|indicated|proves?|proved|tells?\s+us)\s+otherwise\b"
+    r"|\bi\s+(?:doubt|question)\s+(?:it|that|this)\b"
     r"|\bi\s+(?:don't|do\s+not)\s+(?:think|believe)\s+(?:(?:that's|that\s+is|this\s+is|it's|it\s+is)\s+(?:it|right|correct|"
     r"true|the\s+(?:cause|issue|problem|culprit|explanation))\b|so\b)|\bi\s+(?:don't|do\s+not)\s+buy\s+(?:it|that|this)\b"
     r"|\b(?:this|that|it)\s+(?:can't|cannot|can\s+not|couldn't|could\s+not)\s+(?:apply|be\s+(?:it|right|true|correct|"
@@ -223,7 +226,8 @@ ANSWER_YES = re.compile(
 #: none confirmed yet:") or of rejected explanations ("Ruled out:"): its items are options or
 #: rejections, not assertions, unless an item is marked confirmed.
 CANDIDATES = re.compile(
-    r"(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:open|possible|remaining|current|candidate|likely|potential)\s+)?"
+    r"(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?!root\b)(?:(?:open|possible|remaining|current|candidate|likely|potential|several|"
+    r"two|three|four|five|some|the|other|competing|alternative)\s+){0,2}"
     r"(?:candidates?|causes|explanations|hypothes[ei]s|ideas|suspects|options|theories|possibilities|ruled\s+out|"
     r"rejected|excluded|eliminated|dismissed)\b[^:\n]{0,40}:",
     re.IGNORECASE,
