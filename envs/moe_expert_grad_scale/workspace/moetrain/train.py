@@ -8,7 +8,6 @@ Writes, under ``<output_dir>/<run_name>/``:
   * ``checkpoints/final/rankR.pt``  rank R's parameters after the last step (consolidated layout,
     its own experts only).
 """
-from __future__ import annotations
 
 import argparse
 import json
@@ -59,10 +58,9 @@ def build_engine(cfg: Config, ep_size: int) -> tuple[deepspeed.DeepSpeedEngine, 
     reduction.install()
     # expert parameters go to their own param groups (DeepSpeed reduces them over the
     # expert-data-parallel group)
-    param_groups = split_params_into_different_moe_groups_for_optimizer(
-        {"params": list(model.parameters()), "name": "params"})
-    optimizer = torch.optim.SGD(param_groups, lr=float(cfg["train"]["lr"]),
-                                weight_decay=float(cfg["train"]["weight_decay"]))
+    optimizer = torch.optim.SGD(
+        split_params_into_different_moe_groups_for_optimizer({"params": list(model.parameters()), "name": "params"}),
+        lr=float(cfg["train"]["lr"]), weight_decay=float(cfg["train"]["weight_decay"]))
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=optimizer, config=deepspeed_config(cfg))
     return engine, model
 
