@@ -23,8 +23,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 # judge modules, the kit's pure helpers, then the gym's harness library (mounted at /harnesslib
 # in grading sandboxes; $TRAINFAIL_HARNESSLIB or the clone this case sits in elsewhere)
-sys.path[:0] = [str(HERE), str(HERE / "kit")]
-sys.path += [os.environ.get("TRAINFAIL_HARNESSLIB", "/harnesslib"), str(HERE.parents[2] / "gym_trainfail" / "harnesslib")]
+CLONE = [str(HERE.parents[2] / "gym_trainfail" / "harnesslib")] if len(HERE.parents) > 2 else []
+sys.path[:0] = [str(HERE), str(HERE / "kit"), os.environ.get("TRAINFAIL_HARNESSLIB", "/harnesslib"), *CLONE]
 
 import judgekit  # noqa: E402
 import torch  # noqa: E402

@@ -20,12 +20,14 @@ BASE_CONFIG = "configs/dp2.yaml"
 #: What ``torchrun`` runs on every rank: ``python -m surrogate.train --config BASE ...``.
 MODULE = "surrogate.train"
 #: Libraries a warm launcher imports once for a scenario group (what the pipeline imports).
+#: DeepSpeed imports its Muon optimizer module (and with it torch's inductor, about 2.5 s) lazily in
+#: its optimizer sanity check: preloading it saves that on every rank of a group.
 PRELOAD = ["torch", "torch.distributed", "deepspeed", "deepspeed.runtime.engine", "deepspeed.runtime.bf16_optimizer",
-           "yaml"]
+           "deepspeed.runtime.zero.muon.muon_optimizer", "yaml"]
 #: The observer (``observe/step_observer.py``): on ``PYTHONPATH`` through its ``sitecustomize``,
 #: and started explicitly in ranks forked from a warm launcher.
 OBSERVE_DIR = Path(__file__).resolve().parent / "observe"
-OBSERVER_SETUP = "step_observer:install_from_env"
+OBSERVER_SETUP = "step_observer:warm_setup"
 
 
 def harnesslib_candidates() -> list[Path]:
