@@ -114,6 +114,9 @@ def _judge(statement: str) -> bool | None:
         "Not that a memory leak is involved; " + CORRECT,
         # a refuted hypothesis about a wrong explanation leaves the mechanism after it standing
         "The hypothesis that a memory leak causes it is refuted by the trace. " + CORRECT,
+        # "no" inside a sentence and a lowercase "retracted" in a claim are not withdrawals
+        CORRECT + " There is no leak in the meter.",
+        CORRECT + " The old patch was retracted upstream, which is unrelated.",
         # a root-cause line is not a list of candidates
         "Root causes: " + CORRECT,
         # "and" before a new subject ("each", "all", "we") ends the negated clause
@@ -191,8 +194,12 @@ def test_correct_statements_in_natural_wordings(statement: str) -> None:
         # a report that contradicts "it" takes back the claim before it
         f"My teammate's theory: {CORRECT} The allocator trace contradicts it: the peak is in the forward.",
         f"Per the design review, {CORRECT} The measured norms contradict this.",
-        # a verdict after an explicit preamble
+        # a verdict after an explicit preamble (also numbered, or a bare "no"), a sentence-initial "Retracted"
         CORRECT + " Edit: wrong, the head frees each buffer first.",
+        CORRECT + "\n\nEDIT 2: wrong. The peaks agree exactly.",
+        CORRECT + " Actually no. That's not what's happening here.",
+        CORRECT + " Retracted after rerunning the probe.",
+        "- the planner misses the head\n- three buffers\n- checkpoint inputs stay live Retracted after the rerun.",
         # one option in a list of candidates (inline, as list items, or a hedged list of alternatives)
         "Candidates, none confirmed yet: (a) a leak, (b) the planner misses the head with three buffers while "
         "checkpoint inputs stay live, (c) fragmentation. Maybe (b)?",

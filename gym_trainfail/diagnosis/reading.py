@@ -105,7 +105,8 @@ RETRACTION = re.compile(
     r"|\b(?:disregard|ignore)\s+(?:that|this|all\s+(?:of\s+)?that|the\s+above|everything\s+above|what\s+i\s+(?:said|wrote)|"
     r"my\s+(?:earlier|previous|last|first)\b)"
     r"|\bi\s+take\s+(?:that|it|this|everything|all\s+of\s+that)\s+back\b|\bi\s+(?:hereby\s+)?(?:retract|withdraw)\b"
-    r"|\b(?:retracted|withdrawn)\s*[:.!)\]]"
+    r"|\b(?:retracted|withdrawn)\s*[:.!)\]]|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:retracted|withdrawn)\b"
+    r"|(?<=\s)(?-i:Retracted|Withdrawn)\b|(?<=\s)(?-i:Actually|Hmm|Wait|Well),?\s+no\s*[.!,]"
     r"|\b(?:disregard|ignore)\s+(?:the|my|all|everything)\s+(?:\w+\s+){0,3}?(?:above|before\s+this)\b"
     r"|\bor\s+so\s+(?:i|we)\s+(?:thought|believed|assumed)\b"
     r"|\bnever\s*mind\b|\bnvm\b|\bi\s+stand\s+corrected\b|\bfalse\s+alarm\b"
@@ -162,8 +163,10 @@ REFUTATION = re.compile(
     r"|\b(?:contradict(?:s|ed)?|disprove(?:s|d)?|refute(?:s|d)?|falsif(?:y|ies|ied)|rule(?:s|d)?\s+out)\s+(?:it|this|that|"
     r"the\s+above|my\s+\w+|all\s+of\s+that|the\s+(?:claim|theory|idea|hypothesis|note|finding|diagnosis|explanation))\b"
     r"|\brule(?:s|d)?\s+(?:it|this|that)\s+out\b"
-    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:edit|update|correction|actually|nope|no)\b[\W_]*(?:(?:that's|that\s+is|this\s+is|it's|"
-    r"it\s+is)\s+)?(?:wrong|false|incorrect|mistaken|not\s+it)\b"
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:edit|update|correction|actually|nope|no)\b(?:\s*\d+)?[\W_]*(?:(?:that's|that\s+is|"
+    r"this\s+is|it's|it\s+is)\s+)?(?:wrong|false|incorrect|mistaken|not\s+it)\b"
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:actually|hmm+|wait|well|edit|update)[\W_]+)?(?:no|nope)\s*[.!](?=\s|$)"
+    r"|\bnot\s+what(?:'s|\s+is|\s+was)\s+(?:happening|going\s+on)\b"
     r"|\b(?:doesn't|does\s+not|didn't|did\s+not)\s+hold\s+(?:up|water)?\s*(?:[.;:!,—–-]|$)"
     r"|\b(?:this|that|it)\s+(?:doesn't|does\s+not)\s+apply\b",
     re.IGNORECASE,
