@@ -316,3 +316,61 @@ def test_each_rubric_classifies_its_development_statements(
     assert rubric is not None and len(rubric.fixtures) >= 80
     check = check_fixtures(rubric, RubricJudge())
     assert check.misjudged == () and check.precision == check.recall == 1.0
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # someone else's claim quoted and then rejected ("I don't agree", "that's not right") is not asserted
+        ('Someone on the team said "the planner misses the head: three buffers, and checkpoint inputs stay '
+         'live." I don\'t agree; the trace peaks in the layers.', False),
+        ('A colleague claimed: "the planner misses the head, three buffers, checkpoint inputs stay live." I looked '
+         "and that's not right.", False),
+        # a teammate's claim reported at the opening of a sentence is theirs, even with no rejection after it
+        ("A teammate thinks the planner misses the head: three buffers while checkpoint inputs stay live.", False),
+        # attack: the agent's own claim after a reported wrong one stands; a contrast starts the agent's claim
+        ('A teammate blamed "a memory leak". I checked: ' + CORRECT, True),
+        ("A colleague suggested a memory leak, but " + CORRECT, True),
+        # attack: "I don't agree" aimed at a wrong explanation leaves the mechanism standing
+        (CORRECT + " I don't agree with the memory leak theory.", True),
+        # "What if X were …, would Y?" supposes
+        ("What if the planner misses the head and three buffers were held while checkpoint inputs stay live — "
+         "would that OOM?", False),
+        # attack: a "what" question that introduces the answer still asserts
+        ("What is the cause? " + CORRECT, True),
+        # a retraction of list items ("Retracting both bullets"), and "the run contradicts them"
+        ("- the planner misses the head, three buffers\n- checkpoint inputs stay live\n\nRetracting both bullets; "
+         "the run contradicts them.", False),
+        ("- " + CORRECT + "\n\nThe experiment I just ran contradicts them.", False),
+        # attack: "both bullets" in a claim that retracts nothing
+        ("- " + CORRECT + "\n- a memory leak - rejected\n\nBoth bullets were checked against the trace.", True),
+    ],
+)  # fmt: skip
+def test_reported_claims_what_if_questions_and_retracted_items(statement: str, expected: bool) -> None:
+    assert _judge(statement) is expected
+
+
+#: RUBRIC with a fourth concept whose phrasings start at a word a clause break looks ahead to ("each")
+#: or carry their own negation ("nothing is all-reduced").
+OWN_STEP = dataclasses.replace(
+    RUBRIC,
+    concepts=(*RUBRIC.concepts, _concept("own step", r"\beach\s+rank\s+applies\s+its\s+own\b",
+                                         r"\bnothing\s+is\s+all-reduced\b")),
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # "and" before "each" ends the negated clause even when the match starts at "each"
+        (CORRECT + " The reducer is not armed and each rank applies its own.", True),
+        # "and" before a clause with its own negation ("and nothing …") ends the clause before it
+        (CORRECT + " The reducer is not armed and nothing is all-reduced.", True),
+        # attacks: a negation in the match's own clause still governs it
+        (CORRECT + " It is not true that each rank applies its own.", False),
+        (CORRECT + " It is not the case that nothing is all-reduced.", False),
+        (CORRECT + " The reducer is armed, so not each rank applies its own.", False),
+    ],
+)
+def test_clause_breaks_before_a_match_see_its_first_word(statement: str, expected: bool) -> None:
+    assert RubricJudge().judge(statement, OWN_STEP).correct is expected

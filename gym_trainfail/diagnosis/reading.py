@@ -65,7 +65,7 @@ NEITHER = re.compile(r"\bneither\b", re.IGNORECASE)
 CLAUSE_BREAK = re.compile(
     r"[;!?\n,()]|[.:](?=\s|$)|\s[-–—]+\s|—|--|\b(?:but|however|although|though|whereas|yet)\b"
     r"|\b(?:and|so)\s+(?=(?:the|this|that|these|those|it|they|its|their|so|then|thus|hence|therefore|each|every|both|all|"
-    r"we|i|our|my|one|still|instead|also|now)\b)"
+    r"we|i|our|my|one|still|instead|also|now|nothing|none|no|nobody|neither)\b)"
     r"|(?<!\bnot\s)(?<!n't\s)(?<!\bnever\s)\b(?:because|since|while|whereas|when)\b",
     re.IGNORECASE,
 )
@@ -77,6 +77,8 @@ MAX_MATCHES = 64
 MAX_SENTENCE = 1500
 #: How far before a match a negation word is looked for.
 NEGATION_REACH = 56
+#: How far into a match a clause break before it may look ahead ("and" before "each", "the", "we").
+BREAK_LOOKAHEAD = 16
 #: A denial of what precedes it, in the same clause ("… is not the cause", "… is harmless").
 DENIAL = re.compile(
     r"\b(?:is|are|was|were)\s+not\s+(?:the\s+|a\s+|an\s+)?(?:root\s+)?(?:cause|culprit|problem|issue|bug|reason|"
@@ -116,7 +118,9 @@ RETRACTION = re.compile(
     r"mistaken|disproved|disproven|refuted|ruled\s+out|not\s+right|not\s+correct|untrue|not\s+true)\b"
     r"|\bi\s+no\s+longer\s+(?:think|believe)\b|\bon\s+second\s+thoughts?\b|\bturn(?:s|ed)\s+out\s+to\s+be\s+wrong\b"
     r"|\bcorrection\s*:|\bno,?\s+wait\b|\bi\s+misread\b|\bmy\s+bad\b|\bturns?\s+out\s+i\s+(?:misread|misunderstood|was)\b"
-    r"|\b(?:retract|withdraw)(?:ing|ed|n)?\s+(?:this|that|it|the\s+above|all\s+of\s+(?:this|that)|my\s+\w+)\b",
+    r"|\b(?:retract|withdraw)(?:ing|ed|n)?\s+(?:this|that|it|them|these|those|the\s+above|all\s+of\s+(?:this|that)|my\s+\w+)\b"
+    r"|\b(?:retract|withdraw)(?:ing|ed|n)?\s+(?:both|all|each|every|the|these|those)\s+(?:\w+\s+){0,2}?(?:bullets?|points?|"
+    r"items?|claims?|lines?|statements?|notes?|steps?)\b",
     re.IGNORECASE,
 )
 #: The agent reporting what it believed before ("earlier I said …", "my first guess was …"): what
@@ -146,7 +150,8 @@ REFUTATION = re.compile(
     r"|\b(?:that's|that\s+is|that\s+was|it's|it\s+is|it\s+was|this\s+is|this\s+was)\s+(?:wrong|mistaken)\s*"
     r"(?:[.;:!,—–-]|$|after\s+all)"
     r"|\b(?:that's|that\s+is|it's|it\s+is|this\s+is)\s+no\s+longer\s+(?:true|the\s+case|correct|right)\b"
-    r"|\b(?:i|we)\s+(?:\w+\s+){0,3}?disagree\b"
+    r"|\b(?:i|we)\s+(?:\w+\s+){0,3}?disagree\b|\b(?:i|we)\s+(?:don't|do\s+not|can't|cannot)\s+agree\b(?!\s+more)"
+    r"|\b(?:that's|it's|this's)\s+not\s+(?:true|correct|right)\b"
     r"|\b(?:shows?|showed|says?|said|suggests?|suggested|indicates?|indicated|proves?|proved|tells?\s+us)\s+otherwise\b"
     r"|\bi\s+(?:doubt|question)\s+(?:it|that|this)\b"
     r"|\bi\s+(?:don't|do\s+not)\s+(?:think|believe)\s+(?:(?:that's|that\s+is|this\s+is|it's|it\s+is)\s+(?:it|right|correct|"
@@ -160,7 +165,7 @@ REFUTATION = re.compile(
     r"|\b(?:is|was|are|were|has\s+been|have\s+been)\s+(?:refuted|disproved|disproven|falsified|contradicted|debunked)\b"
     r"|\b(?:isn't|is\s+not|wasn't|was\s+not)\s+what\s+(?:\w+\s+){0,2}?(?:does|do|did|happens|happened|is\s+going\s+on|"
     r"is\s+happening)\b"
-    r"|\b(?:contradict(?:s|ed)?|disprove(?:s|d)?|refute(?:s|d)?|falsif(?:y|ies|ied)|rule(?:s|d)?\s+out)\s+(?:it|this|that|"
+    r"|\b(?:contradict(?:s|ed)?|disprove(?:s|d)?|refute(?:s|d)?|falsif(?:y|ies|ied)|rule(?:s|d)?\s+out)\s+(?:it|this|that|them|"
     r"the\s+above|my\s+\w+|all\s+of\s+that|the\s+(?:claim|theory|idea|hypothesis|note|finding|diagnosis|explanation))\b"
     r"|\brule(?:s|d)?\s+(?:it|this|that)\s+out\b"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:edit|update|correction|actually|nope|no)\b(?:\s*\d+)?[\W_]*(?:(?:that's|that\s+is|"
@@ -193,10 +198,10 @@ ANAPHORIC_START = re.compile(r"[\W_]*(?:that|this)\s+(?:would|might|could|is|was
 DISMISSAL = re.compile(r"(?:disregard|ignore)\s+(?:that|this)", re.IGNORECASE)
 #: Where a withdrawal's reach ends (matches before this point in its clause are taken back).
 WITHDRAWAL_END = re.compile(r"[;!?\n]|[.:](?=\s|$)|\s[-–—]+\s")
-SENTENCE_BREAK = re.compile(r"[!?\n]|[.](?=\s|$)")
+SENTENCE_BREAK = re.compile(r"[!?\n]|[.][\x22\u201d\u2019]*(?=\s|$)")
 #: A sentence that only supposes ("If …, … would", "Suppose …").
 CONDITIONAL = re.compile(
-    r"\W*(?:if|suppose|supposing|assuming|imagine|hypothetically|in\s+(?:principle|theory)|theoretically|"
+    r"\W*(?:if|what\s+if|suppose|supposing|assuming|imagine|hypothetically|in\s+(?:principle|theory)|theoretically|"
     r"(?:had|were|should)\s+(?!(?:a|an|to)\b)\w)",
     re.IGNORECASE,
 )
@@ -210,14 +215,14 @@ ANAPHORIC_IF = re.compile(
     re.IGNORECASE,
 )
 #: Where a sentence ends for :data:`CONDITIONAL` (a line break inside a paragraph does not end it).
-PROSE_SENTENCE_END = re.compile(r"[!?]|[.](?=\s|$)|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
+PROSE_SENTENCE_END = re.compile(r"[!?]|[.][\x22\u201d\u2019]*(?=\s|$)|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
 MODAL = re.compile(r"\b(?:were|would|could|might)\b", re.IGNORECASE)
 ONLY_IF = re.compile(r"\bonly\s+if\b", re.IGNORECASE)
 #: A yes/no question: a sentence ending in "?" that opens with an auxiliary verb or a "maybe" ("Is X …?",
 #: "Could it be that X?", "So does X …?"); "why"/"what" questions are not (they often introduce the answer).
 YES_NO_QUESTION = re.compile(
     r"\W*(?:(?:so|and|but|hmm+|wait|ok(?:ay)?|now|then|or)[,.]?\s+)?(?:is|are|was|were|does|do|did|could|can|would|might|"
-    r"may|should|has|have|will|maybe|perhaps|possibly)\b",
+    r"may|should|has|have|will|maybe|perhaps|possibly|what\s+if|how\s+about)\b",
     re.IGNORECASE,
 )
 #: An immediate yes to a question ("? Yes: …", "? It does."): the question then asserts.
@@ -254,7 +259,12 @@ SENTENCE_DENIAL = re.compile(
     r"[\W_]*(?:not\s+that\b(?!\s+it\s+matters)|it(?:'s|\s+is|\s+was)\s+not\s+(?:true|the\s+case)\s+that\b|"
     r"it\s+(?:isn't|wasn't)\s+(?:true|the\s+case)\s+that\b|"
     r"(?:someone|somebody|one|people|you|a\s+reviewer|others|a\s+skeptic)\s+(?:might|may|could|would)\s+"
-    r"(?:say|argue|think|claim|suggest|guess|assume|object)\b)",
+    r"(?:say|argue|think|claim|suggest|guess|assume|object)\b|"
+    r"(?:someone|somebody|people|others|(?:a|one|another|my|our|the)\s+(?:\w+\s+)?(?:teammates?|colleagues?|co-?workers?|"
+    r"reviewers?|team|user|reporter|issue|ticket|maintainers?))(?:\s+(?:on|in|from)\s+(?:the|our|my)\s+\w+)?\s+"
+    r"(?:(?:first|initially|originally|earlier|also|confidently)\s+)?(?:said|says|claimed|claims|thought|thinks|believed|"
+    r"believes|suggested|suggests|proposed|proposes|argued|argues|insisted|insists|guessed|blamed|blames|assumed|"
+    r"assumes|reckons|reckoned|wrote|writes|reported|reports)\b)",
     re.IGNORECASE,
 )
 CONTRAST = re.compile(r"\b(?:but|however|yet|instead|rather)\b|;", re.IGNORECASE)
@@ -384,7 +394,10 @@ def _asserts(pattern: re.Pattern[str], match: re.Match[str], view: View, at: Ass
 
 def _negated_before(text: str, match: re.Match[str], *, wrong: bool) -> bool:
     before = text[max(0, match.start() - NEGATION_REACH) : match.start()]
-    breaks = list((STRONG_BREAK if wrong else CLAUSE_BREAK).finditer(before))
+    # the breaks are found with the match's first words in view: "… not averaged and each rank …" breaks
+    # before "each" even when the match starts at "each" (the break's lookahead needs that word)
+    window = before + text[match.start() : match.start() + BREAK_LOOKAHEAD]
+    breaks = [b for b in (STRONG_BREAK if wrong else CLAUSE_BREAK).finditer(window) if b.end() <= len(before)]
     clause = before[breaks[-1].end() :] if breaks else before
     return any(wrong or not OMISSION.match(clause, n.end()) for n in negations(clause))
 
