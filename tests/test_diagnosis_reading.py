@@ -328,6 +328,8 @@ def test_each_rubric_classifies_its_development_statements(
          "and that's not right.", False),
         # a teammate's claim reported at the opening of a sentence is theirs, even with no rejection after it
         ("A teammate thinks the planner misses the head: three buffers while checkpoint inputs stay live.", False),
+        ("The on-call engineer wrote that the planner misses the head: three buffers, checkpoint inputs stay live.",
+         False),
         # attack: the agent's own claim after a reported wrong one stands; a contrast starts the agent's claim
         ('A teammate blamed "a memory leak". I checked: ' + CORRECT, True),
         ("A colleague suggested a memory leak, but " + CORRECT, True),
@@ -374,3 +376,22 @@ OWN_STEP = dataclasses.replace(
 )
 def test_clause_breaks_before_a_match_see_its_first_word(statement: str, expected: bool) -> None:
     assert RubricJudge().judge(statement, OWN_STEP).correct is expected
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # a negated "consider that" / "take into account" omits its object from the account: the object is asserted
+        ("The planner misses the head: three buffers. Its price doesn't consider that checkpoint inputs stay live.",
+         True),
+        ("The planner misses the head: three buffers. The price never takes into account checkpoint inputs stay "
+         "live.", True),
+        # attacks: the agent doubting it is no omission; a plain negation still governs its clause
+        ("The planner misses the head: three buffers. I don't consider that checkpoint inputs stay live.", False),
+        ("The planner misses the head: three buffers. We don't take into account checkpoint inputs stay live.",
+         False),
+        ("The planner misses the head: three buffers. I do not consider that checkpoint inputs stay live.", False),
+    ],
+)  # fmt: skip
+def test_a_negated_consider_omits_its_object(statement: str, expected: bool) -> None:
+    assert _judge(statement) is expected

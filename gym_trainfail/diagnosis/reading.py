@@ -48,12 +48,18 @@ NEGATION = re.compile(
     re.IGNORECASE,
 )
 #: What a negation governs when it omits something from an account ("doesn't account for X", "never
-#: prices X"): the verb, not its object, which is presupposed (X exists; the account leaves it out).
+#: prices X", "doesn't consider that X"): the verb, not its object, which is presupposed (X exists; the
+#: account leaves it out).
 OMISSION = re.compile(
     r"\s+(?:(?:even|really|actually|properly|correctly)\s+)?(?:account(?:s|ed)?\s+for|pric(?:e|es|ed)|"
-    r"charg(?:e|es|ed)|budget(?:s|ed)?\s+for|reserv(?:e|es|ed)\s+(?:memory\s+|room\s+)?for)\b",
+    r"charg(?:e|es|ed)|budget(?:s|ed)?\s+for|reserv(?:e|es|ed)\s+(?:memory\s+|room\s+)?for|"
+    r"consider(?:s|ed)?(?:\s+(?:that|the\s+fact\s+that))?|take(?:s|n)?\s+into\s+account|factor(?:s|ed)?\s+in|"
+    r"allow(?:s|ed)?\s+for)\b",
     re.IGNORECASE,
 )
+#: The agent (or its team) as the subject of a negated omission verb: "I don't consider that X" doubts X,
+#: unlike "the price doesn't consider that X".
+SPEAKER = re.compile(r"\b(?:i|we)(?:\s+(?:do|did|really|just|still|simply))*\s*$", re.IGNORECASE)
 #: Phrases built from a negation word that do not negate ("not only", "no longer").
 NOT_NEGATION = re.compile(
     r"\bnot\s+(?:only|just|merely|simply|least|surprising\w*)\b|\bno\s+(?:longer|doubt|wonder|matter)\b|"
@@ -260,8 +266,8 @@ SENTENCE_DENIAL = re.compile(
     r"it\s+(?:isn't|wasn't)\s+(?:true|the\s+case)\s+that\b|"
     r"(?:someone|somebody|one|people|you|a\s+reviewer|others|a\s+skeptic)\s+(?:might|may|could|would)\s+"
     r"(?:say|argue|think|claim|suggest|guess|assume|object)\b|"
-    r"(?:someone|somebody|people|others|(?:a|one|another|my|our|the)\s+(?:\w+\s+)?(?:teammates?|colleagues?|co-?workers?|"
-    r"reviewers?|team|user|reporter|issue|ticket|maintainers?))(?:\s+(?:on|in|from)\s+(?:the|our|my)\s+\w+)?\s+"
+    r"(?:someone|somebody|people|others|(?:a|one|another|my|our|the)\s+(?:[\w-]+\s+)?(?:teammates?|colleagues?|"
+    r"co-?workers?|reviewers?|team|user|reporter|issue|ticket|maintainers?|engineers?|developers?|authors?))(?:\s+(?:on|in|from)\s+(?:the|our|my)\s+\w+)?\s+"
     r"(?:(?:first|initially|originally|earlier|also|confidently)\s+)?(?:said|says|claimed|claims|thought|thinks|believed|"
     r"believes|suggested|suggests|proposed|proposes|argued|argues|insisted|insists|guessed|blamed|blames|assumed|"
     r"assumes|reckons|reckoned|wrote|writes|reported|reports)\b)",
@@ -399,7 +405,9 @@ def _negated_before(text: str, match: re.Match[str], *, wrong: bool) -> bool:
     window = before + text[match.start() : match.start() + BREAK_LOOKAHEAD]
     breaks = [b for b in (STRONG_BREAK if wrong else CLAUSE_BREAK).finditer(window) if b.end() <= len(before)]
     clause = before[breaks[-1].end() :] if breaks else before
-    return any(wrong or not OMISSION.match(clause, n.end()) for n in negations(clause))
+    return any(
+        wrong or not OMISSION.match(clause, n.end()) or SPEAKER.search(clause, 0, n.start()) for n in negations(clause)
+    )
 
 
 def _negated_inside(pattern: re.Pattern[str], match: re.Match[str], *, wrong: bool) -> bool:
