@@ -395,3 +395,17 @@ def test_clause_breaks_before_a_match_see_its_first_word(statement: str, expecte
 )  # fmt: skip
 def test_a_negated_consider_omits_its_object(statement: str, expected: bool) -> None:
     assert _judge(statement) is expected
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # "the rerun" / "the trace" is a preamble: the verdict after it takes back everything before
+        (CORRECT + " Update: the rerun shows otherwise.", False),
+        (CORRECT + " The trace shows otherwise.", False),
+        # attack: after a claim of its own sentence the verdict takes back only that claim
+        (CORRECT + " The allocator looked fragmented, but the rerun shows otherwise.", True),
+    ],
+)
+def test_a_verdict_after_a_report_of_a_rerun_withdraws_everything(statement: str, expected: bool) -> None:
+    assert _judge(statement) is expected

@@ -187,6 +187,7 @@ PREAMBLE = re.compile(
     r"(?:\W|\b(?:edit|update|actually|nvm|so|but|and|hmm+|no|wait|ok(?:ay)?|well|however|on\s+reflection|in\s+fact|"
     r"after\s+all|unfortunately|sadly|the|a|this|that|my|probe|data|run|output|numbers?|results?|test|experiment|"
     r"check|measurement|logs?|digests?|now|then|again|new|latest|second|i|we|it|checked|looked|tested|measured|"
+    r"re-?runs?|repro|trace|profiler?|benchmark|evidence|experiments?|tests|probes|checks|"
     r"verified|profiled|traced|logged|ran|reran|with|our|versions?|code|source|here|myself|ourselves)\b)*",
     re.IGNORECASE,
 )
