@@ -17,7 +17,8 @@ from gym_trainfail.cases import load_case
 from gym_trainfail.diagnosis.judges import RubricJudge
 
 ENVS = Path(__file__).resolve().parents[1] / "envs"
-CASES = ("ddp_token_average", "tp_clip_grad_norm", "fsdp_source_coherence", "admission_backward_oom")
+#: Every in-tree case with a rubric.
+CASES = tuple(sorted(p.parent.parent.parent.name for p in ENVS.glob("*/grader/diagnosis/rubric.toml")))
 LIMIT = 64_000
 TEXTS = {
     "repeated claims": "the per rank token mean over its own local count differs between ranks and the planner "
