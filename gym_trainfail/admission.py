@@ -30,7 +30,7 @@ import os
 import platform
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -311,6 +311,19 @@ def write_record(case: CaseSpec, record: Record) -> Path:
     path = record_path(case)
     write_json(path, record.to_json())
     return path
+
+
+def refresh_diagnosis(case: CaseSpec, result: Any) -> Path | None:
+    """Rewrite the diagnosis figures of the case's current admission record from ``result`` (a
+    ``Qualification`` whose diagnosis alone was checked): rubrics change without re-qualification,
+    and their figures sit outside the verdict digest, so the verdicts are left as they are. None
+    (nothing written) when the case has no current record."""
+    record = load_record(case)
+    if record is None or not record_status(case).current:
+        return None
+    data = result.to_json()
+    diagnosis = {k: v for k, v in data.items() if k not in _VERDICT_KEYS}
+    return write_record(case, replace(record, diagnosis=diagnosis))
 
 
 # -- checks --------------------------------------------------------------------------------------

@@ -40,7 +40,9 @@ from gym_trainfail.admission import (
     failing_hints,
     load_record,
     record_from_qualification,
+    record_path,
     record_status,
+    refresh_diagnosis,
     write_record,
 )
 from gym_trainfail.agent import agent_names, load_agent
@@ -846,6 +848,8 @@ def _qualify_diagnosis_only(args: argparse.Namespace, case: CaseSpec, judge: Jud
             out.print(escape(summary_line(result.heldout)), highlight=False)
         for problem in result.diagnosis_problems:
             out.print(f"  - {escape(problem)}")
+    if refresh_diagnosis(case, result) is not None and not args.json:
+        out.print(f"admission record's diagnosis figures refreshed: {record_path(case)}")
     return 1 if result.diagnosis_problems else 0
 
 

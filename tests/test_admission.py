@@ -153,6 +153,24 @@ def test_a_hand_edited_record_is_refused(recorded: CaseSpec) -> None:
     assert record_status(recorded).current
 
 
+def test_diagnosis_only_refreshes_a_current_records_figures_and_nothing_else(
+    recorded: CaseSpec, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = load_record(recorded)
+    assert before is not None and before.diagnosis == {"rubric": {"precision": 1.0, "recall": 1.0}}
+    assert main(["qualify", str(recorded.root), "--diagnosis-only"]) == 0
+    assert "diagnosis figures refreshed" in capsys.readouterr().out
+    after = load_record(recorded)
+    assert after is not None and record_status(recorded).current
+    assert after.verdict_digest() == before.verdict_digest() and after.variants == before.variants
+    assert after.diagnosis["rubric"]["recall"] == 1.0 and after.diagnosis["heldout"]["statements"] == 8
+    assert "misjudged" not in after.diagnosis["heldout"], "which held-out statements miss never reaches a record"
+    # no current record: nothing is written
+    record_path(recorded).unlink()
+    assert main(["qualify", str(recorded.root), "--diagnosis-only"]) == 0
+    assert "refreshed" not in capsys.readouterr().out and not record_path(recorded).exists()
+
+
 @pytest.mark.parametrize(
     "content",
     ["not json", "[]", json.dumps({"schema": 99}), json.dumps({"schema": 1, "case": 3}), "{" * 5000],

@@ -138,6 +138,28 @@ def test_the_command_prints_figures_without_training(capsys: pytest.CaptureFixtu
     assert main([str(case_copy)]) == 2 and "heldout.case" in capsys.readouterr().err
 
 
+def test_which_statements_were_misjudged_reaches_an_auditor_only(
+    capsys: pytest.CaptureFixture[str], case_copy: Path
+) -> None:
+    text = (_folder(case_copy) / HELDOUT_FILE).read_text()
+    miss = '\n[[statement]]\nid = "u1"\nexpect = "correct"\nstyle = "plain"\nwithdrawn = false\ntext = "Off by one."\n'
+    _rewrite(case_copy, text + miss)
+    case = load_case(case_copy)
+    result = Qualification(case=case.id)
+    qualify_diagnosis(case, result)
+    assert result.heldout is not None and result.heldout.classified.misjudged == ("u1 [plain] (expected correct)",)
+    # what a rubric's author sees (qualification output, its JSON, the admission record) has counts only
+    figures = result.to_json()["heldout"]
+    assert isinstance(figures, dict) and "misjudged" not in figures and figures["false_negative"] == 1
+    assert "u1" not in json.dumps(result.to_json())
+    main([str(case_copy)])
+    assert "u1" not in capsys.readouterr().out
+    main([str(case_copy), "--json"])
+    assert "u1" not in capsys.readouterr().out
+    main([str(case_copy), "--show-misjudged"])
+    assert "misjudged: u1 [plain] (expected correct)" in capsys.readouterr().out
+
+
 def test_python_dash_m_runs() -> None:
     found = subprocess.run([sys.executable, "-m", "gym_trainfail.diagnosis.heldout", str(ECHO_CASE)],
                            capture_output=True, text=True, timeout=120, check=True)  # fmt: skip

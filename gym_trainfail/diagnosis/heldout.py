@@ -238,8 +238,13 @@ class HeldoutCheck:
         return found
 
     def to_json(self) -> dict[str, object]:
+        """Counts and rates only. Which statements were misjudged never goes where a rubric's
+        author reads (qualification output, admission records): knowing which ids or styles it
+        misses is tuning on the held-out set. An auditor gets them from
+        ``python -m gym_trainfail.diagnosis.heldout --show-misjudged``."""
+        figures = {k: v for k, v in self.classified.to_json().items() if k != "misjudged"}
         return {
-            **self.classified.to_json(),
+            **figures,
             "statements": self.statements,
             "withdrawn": self.withdrawn,
             "withdrawn_rejected": self.withdrawn_rejected,
@@ -300,6 +305,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gym_trainfail.diagnosis.heldout", description=main.__doc__)
     parser.add_argument("cases", nargs="+", help="case ids or folders ('all': every registered case)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--show-misjudged", action="store_true",
+                        help="list the misjudged statements' ids and styles (for an auditor: never show them to the "
+                        "rubric's author, who would then be tuning on the held-out set)")  # fmt: skip
     parser.add_argument("--judge-model", help="measure this LLM judge instead of the deterministic one")
     parser.add_argument("--judge-base-url")
     args = parser.parse_args(argv)
@@ -319,12 +327,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             heldout = load_heldout(case.grader_dir, case.id)
             check = check_heldout(heldout, case.rubric, judge) if heldout is not None else None
             refused |= bool(check and check.problems())
-            rows[case.id] = check.to_json() if check else "no held-out set"
+            rows[case.id] = "no held-out set"
+            if check is not None:
+                rows[case.id] = check.to_json() | (
+                    {"misjudged": list(check.classified.misjudged)} if args.show_misjudged else {}
+                )
             if not args.json:
                 print(f"{case.id}: {summary_line(check)}")
                 for problem in check.problems() if check else []:
                     print(f"  refused: {problem}")
-                for item in check.classified.misjudged if check else ():
+                for item in check.classified.misjudged if check and args.show_misjudged else ():
                     print(f"  misjudged: {item}")
     except TrainFailError as exc:
         print(f"error: {exc}", file=sys.stderr)
