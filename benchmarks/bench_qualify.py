@@ -87,7 +87,11 @@ def main() -> None:
     args = parser.parse_args()
     cases = args.cases or default_registry().ids()
     load_before = os.getloadavg()
-    rows = [bench_case(case_id, sandbox=args.sandbox, hints=not args.no_hints) for case_id in cases]
+    rows = []
+    for index, case_id in enumerate(cases, 1):
+        rows.append(bench_case(case_id, sandbox=args.sandbox, hints=not args.no_hints))
+        load = os.getloadavg()[0]
+        print(f"[{index}/{len(cases)}] {case_id}: {rows[-1]['seconds']:.0f} s (load {load:.1f})", flush=True)
     load_after = os.getloadavg()
     table = Table(title=f"full qualification per case ({os.cpu_count()} cores, sandbox {args.sandbox})")
     for column in ("case", "seconds", "by kind", "vs record", "vs issue", f"≤ {GOAL_S:.0f} s", "verdicts"):
