@@ -302,7 +302,7 @@ def record_from_qualification(case: CaseSpec, result: Any, *, sandbox: str, repe
         harness_files=files,
         runtime={"lock": lock_path(get_arm(GRADING_ARM), variant).name, "variant": variant},
         host={"sandbox": sandbox, "cpus": os.cpu_count() or 0, "python": platform.python_version()},
-        diagnosis={k: v for k, v in data.items() if k not in _VERDICT_KEYS},
+        diagnosis=_diagnosis_figures(data),
     )
 
 
@@ -321,9 +321,12 @@ def refresh_diagnosis(case: CaseSpec, result: Any) -> Path | None:
     record = load_record(case)
     if record is None or not record_status(case).current:
         return None
-    data = result.to_json()
-    diagnosis = {k: v for k, v in data.items() if k not in _VERDICT_KEYS}
-    return write_record(case, replace(record, diagnosis=diagnosis))
+    return write_record(case, replace(record, diagnosis=_diagnosis_figures(result.to_json())))
+
+
+def _diagnosis_figures(qualification: Mapping[str, Any]) -> dict[str, Any]:
+    """A qualification's JSON less its verdict part: what a record keeps outside its digest."""
+    return {k: v for k, v in qualification.items() if k not in _VERDICT_KEYS}
 
 
 # -- checks --------------------------------------------------------------------------------------

@@ -206,15 +206,15 @@ def _check_names(arms: Sequence[str], agents: Sequence[str], trials: int, max_at
 
 def write_plan(layout: RunLayout, plan: BatchPlan) -> BatchPlan:
     """Write ``plan`` to the run directory, or return the plan already there when it has the
-    same spec. A different spec is refused: one run directory holds one batch."""
+    same spec (cases in any order), or the plan grown by ``plan``'s further cases (:func:`_grown`).
+    Any other spec is refused: one run directory holds one batch."""
     if layout.plan.exists():
         existing = load_plan(layout)
         grown = _grown(existing, plan)
         if grown is not None:
             write_json(layout.plan, grown.to_json())
             return grown
-        same_cases = set(existing.spec.cases) == set(plan.spec.cases)
-        if not same_cases or replace(plan.spec, cases=existing.spec.cases).to_json() != existing.spec.to_json():
+        if set(existing.spec.cases) != set(plan.spec.cases) or not _same_but_cases(existing.spec, plan.spec):
             raise TrainFailError(
                 f"{layout.root} already holds a different batch ({_describe(existing.spec)}); "
                 f"re-run it with the same arguments to resume, or give a new --out for {_describe(plan.spec)}"
@@ -227,15 +227,18 @@ def write_plan(layout: RunLayout, plan: BatchPlan) -> BatchPlan:
     return plan
 
 
+def _same_but_cases(old: BatchSpec, new: BatchSpec) -> bool:
+    """Whether ``new`` names the same batch as ``old`` in every argument but its cases."""
+    return replace(new, cases=old.cases).to_json() == old.to_json()
+
+
 def _grown(existing: BatchPlan, plan: BatchPlan) -> BatchPlan | None:
     """``existing`` with the episodes of ``plan``'s further cases appended, when ``plan`` is the
     same batch over more cases (every other argument equal): a case added to the library joins a
     leaderboard without replaying the rest. None when ``plan`` adds no case or differs otherwise."""
     old, new = existing.spec, plan.spec
     added = [c for c in new.cases if c not in old.cases]
-    if not added or not set(old.cases) <= set(new.cases):
-        return None
-    if replace(new, cases=old.cases).to_json() != old.to_json():
+    if not added or not set(old.cases) <= set(new.cases) or not _same_but_cases(old, new):
         return None
     episodes = existing.episodes + tuple(e for e in plan.episodes if e.case in added)
     return BatchPlan(replace(old, cases=(*old.cases, *added)), episodes, plan.max_attempts, existing.created)
