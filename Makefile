@@ -50,16 +50,19 @@ pytest: runtime test-setup
 
 test: lint typecheck pytest
 
-# The committed leaderboard: every registered case x both arms x the scripted agents x 2 trials,
+# The committed leaderboard: every registered case x both arms x the scripted agents x LEADERBOARD_TRIALS,
 # graded and rendered into leaderboards/scripted. Re-running resumes runs/leaderboard-scripted
 # (finished episodes and receipts are kept); delete that folder to start the batch afresh.
 LEADERBOARD_RUN ?= runs/leaderboard-scripted
+# Scripted agents are deterministic: a second trial repeats the same trees (graded once) and adds
+# only timing noise, while study-traincheck's TrainCheck workflow costs minutes per case.
+LEADERBOARD_TRIALS ?= 1
 leaderboard: runtime
 	$(BIN)/trainfail runtimes build --arm traincheck
-	$(BIN)/trainfail batch --cases all --arms control,traincheck --agents study reference noop --trials 2 \
-		--workers 2 --sandbox $(SANDBOX) --out $(LEADERBOARD_RUN)
+	$(BIN)/trainfail batch --cases all --arms control,traincheck --agents study study-traincheck reference noop \
+		--trials $(LEADERBOARD_TRIALS) --workers 2 --sandbox $(SANDBOX) --out $(LEADERBOARD_RUN)
 	$(BIN)/trainfail leaderboard $(LEADERBOARD_RUN) --out leaderboards/scripted \
-		--title "gym-trainfail leaderboard: scripted agents (study, reference, noop)"
+		--title "gym-trainfail leaderboard: scripted agents (study, study-traincheck, reference, noop)"
 
 # Re-admit every registered case: the full gate (repeats, reference, wrong repairs, forgeries) and a
 # fresh admission record beside each case (envs/<case>/admission.json). CI fails on a stale record

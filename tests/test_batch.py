@@ -114,6 +114,29 @@ def test_a_batch_grows_by_cases_without_replaying_the_others(tmp_path: Path) -> 
     assert load_plan(layout) == grown
 
 
+def test_episode_progress_writes_a_line_per_finished_episode_into_a_log() -> None:
+    import io
+
+    from rich.console import Console
+
+    from gym_trainfail.batch.driver import Counts
+    from gym_trainfail.batch.progress import episode_progress
+
+    log = io.StringIO()  # not a terminal: the bar itself is drawn only at the end
+    with episode_progress(Console(file=log, width=200), 3) as hook:
+        hook(Counts(total=3, running=2), "")
+        hook(Counts(total=3, done=1, running=1), "")
+        hook(Counts(total=3, done=1, running=1), "")  # nothing finished since: no new line
+        hook(Counts(total=3, done=1, gave_up=1, failed=1), "E.control.noop.t1: gave up after 3 failures")
+        during = log.getvalue()
+    lines = during.splitlines()
+    assert [line for line in lines if line.startswith("episodes 1/3")] == [
+        "episodes 1/3 · 1 running · 0 failed · 0 gave up · 0 already done"
+    ]
+    assert "E.control.noop.t1: gave up after 3 failures" in lines
+    assert lines[-1].startswith("episodes 2/3 ·")
+
+
 def test_plan_checks_names(echo_case: CaseSpec) -> None:
     with pytest.raises(TrainFailError, match=r"^unknown arm\(s\) \['placebo'\]; expected some of"):
         make_plan([echo_case], ["placebo"], ["noop"], 1)

@@ -1,4 +1,5 @@
-"""A rich progress bar for the episode stage: episodes done, running, failed."""
+"""A rich progress bar for the episode stage: episodes done, running, failed (and, when the output
+is not a terminal, a line per finished episode)."""
 
 from __future__ import annotations
 
@@ -32,9 +33,17 @@ def episode_progress(console: Console, total: int) -> Iterator[ProgressHook]:
     with Progress(*columns, console=console, transient=False) as bar:
         task = bar.add_task("episodes", total=total, state="")
 
+        finished = -1
+
         def hook(counts: Counts, line: str) -> None:
+            nonlocal finished
             bar.update(task, completed=counts.done + counts.gave_up, state=describe(counts))
             if line:
                 bar.console.print(line, markup=False, highlight=False)
+            # Not a terminal (a log file, CI): the bar is drawn only at the end, so say each
+            # finished episode as a line of its own.
+            if not console.is_terminal and counts.done + counts.gave_up != finished:
+                finished = counts.done + counts.gave_up
+                bar.console.print(f"episodes {finished}/{total} · {describe(counts)}", markup=False, highlight=False)
 
         yield hook
