@@ -18,9 +18,23 @@ from artifacts import ArtifactError, check_zip, number, read_bounded, read_tail
 
 from scenario import Scenario
 
-__all__ = ["ArtifactError", "Observation", "RankRecord", "StepRecord", "observe", "read_tail"]
+__all__ = ["ArtifactError", "AutocastRecord", "Observation", "RankRecord", "StepRecord", "observe", "read_tail"]
 
 METRICS_LIMIT = 4 << 20
+#: The autocast states the kit's probe writes (``device:dtype`` of the innermost entered,
+#: enabled autocast; ``off`` outside any): a closed set, anything else is malformed.
+AUTOCAST_STATES = frozenset({"off", "cpu:bfloat16", "cpu:float16", "cuda:bfloat16", "cuda:float16"})
+#: Most module forwards one step's autocast record may list (the README's model runs 16 at
+#: two layers), and the longest module name.
+AUTOCAST_MODULES_LIMIT = 4096
+NAME_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class AutocastRecord:
+    """One step's autocast record: the state each module forward started in, in call order."""
+
+    modules: tuple[tuple[str, str], ...]
 
 
 @dataclass
@@ -29,6 +43,8 @@ class StepRecord:
 
     params: dict[str, torch.Tensor]
     masks: list[tuple[str, torch.Tensor]]
+    #: Only in scenarios whose config asks for bf16 (the kit's autocast probe is on there).
+    autocast: AutocastRecord | None = None
 
 
 @dataclass
@@ -108,6 +124,22 @@ def _masks(raw: Any, where: str) -> list[tuple[str, torch.Tensor]]:
     return out
 
 
+def _autocast(raw: Any, where: str) -> AutocastRecord:
+    """The closed schema ``{"modules": [[name, state], ...]}``."""
+    if not isinstance(raw, dict) or set(raw) != {"modules"}:
+        raise ArtifactError(f"{where}: the autocast record must be {{'modules': [[name, state], ...]}}")
+    modules = raw["modules"]
+    if not isinstance(modules, list) or len(modules) > AUTOCAST_MODULES_LIMIT:
+        raise ArtifactError(f"{where}: autocast modules must be a list of at most {AUTOCAST_MODULES_LIMIT}")
+    out = []
+    for item in modules:
+        if (not isinstance(item, list | tuple) or len(item) != 2 or not isinstance(item[0], str)
+                or len(item[0]) > NAME_LIMIT or item[1] not in AUTOCAST_STATES):
+            raise ArtifactError(f"{where}: each autocast entry must be [module name, one of {sorted(AUTOCAST_STATES)}]")
+        out.append((item[0], str(item[1])))
+    return AutocastRecord(tuple(out))
+
+
 def read_rank(folder: Path, sc: Scenario, rank: int) -> RankRecord:
     """One rank's observer record and saved parameters."""
     raw = load_tensors(folder / "observe" / f"rank{rank}.pt", sc.record_limit_bytes)
@@ -122,7 +154,8 @@ def read_rank(folder: Path, sc: Scenario, rank: int) -> RankRecord:
         where = f"rank {rank} step {index}"
         if not isinstance(step, dict):
             raise ArtifactError(f"{where}: not a step record")
-        steps.append(StepRecord(_tensor_dict(step.get("params"), where), _masks(step.get("masks"), where)))
+        autocast = _autocast(step.get("autocast"), where) if sc.bf16 else None
+        steps.append(StepRecord(_tensor_dict(step.get("params"), where), _masks(step.get("masks"), where), autocast))
     final_raw = load_tensors(folder / "final" / f"tp_rank_{rank:02d}.pt", sc.state_limit_bytes)
     return RankRecord(rank, steps, _tensor_dict(final_raw, f"final/tp_rank_{rank:02d}.pt"))
 

@@ -11,6 +11,10 @@ What the README requires of dropout, checked on the masks every rank recorded:
   rank must draw the same mask, bitwise;
 * a module's mask changes from step to step, and two modules of one step differ;
 
+where the config asks for bf16 (``model.bf16``), every module of every block ran inside an
+entered bf16 autocast of the rank's device type, seen through the library's autocast class by
+the kit's probe (which keeps CPU numerics fp32); the README leaves the rest of the model free;
+
 and on the weights: replicated parameters are identical on every rank, and every step's update
 is the README's step with the recorded masks (the judge's float64 step, ``reference.py``), the
 last one landing on the parameters the pipeline saved. So masks rewritten after the fact fail
@@ -144,12 +148,44 @@ def check_updates(sc: Scenario, ranks: list[RankRecord], metrics: dict[str, Any]
     metrics.update({"max_update_deviation": worst, "first_loss": losses[0], "last_loss": losses[-1]})
 
 
+def block_modules(sc: Scenario) -> list[str]:
+    """The modules inside the README's blocks, which ``model.bf16`` runs under autocast."""
+    return [f"stack.layers.{i}.{leaf}" for i in range(sc.num_layers) for leaf in ("ln", "fc1", "fc2", "hidden_dropout")]
+
+
+def check_precision(sc: Scenario, ranks: list[RankRecord], metrics: dict[str, Any]) -> None:
+    """With ``model.bf16``: every module inside the blocks ran under the bf16 autocast."""
+    if not sc.bf16:
+        return
+    want, required = sc.autocast_state, block_modules(sc)
+    checked = 0
+    for rec in ranks:
+        for index, step in enumerate(rec.steps):
+            where = f"rank {rec.rank} step {index}"
+            if step.autocast is None:
+                raise Failed(f"{where}: no autocast record, though the config asks for bf16")
+            ran = {name for name, _ in step.autocast.modules}
+            missing = [name for name in required if name not in ran]
+            if missing:
+                raise Failed(f"{where}: the autocast record lists no forward of {missing[:3]}")
+            for name, state in step.autocast.modules:
+                if not (name.startswith("stack.layers.") and name.count(".") > 2):
+                    continue  # outside the blocks (or a block's own call): the README leaves it free
+                if state != want:
+                    raise Failed(f"{where}: {name} ran with autocast {state!r}; model.bf16 asks for the blocks "
+                                 f"to run under torch.autocast({want.split(':')[0]!r}, dtype=torch.bfloat16)")
+                checked += 1
+    metrics["block_forwards_under_bf16_autocast"] = checked
+
+
 def judge(sc: Scenario, ranks: list[RankRecord]) -> tuple[str, str, dict[str, Any]]:
     """The scenario's status, reason and metrics from every rank's records."""
     metrics: dict[str, Any] = {}
     try:
         check_masks(sc, ranks, metrics)
         check_updates(sc, ranks, metrics)
+        check_precision(sc, ranks, metrics)
     except Failed as err:
         return "fail", str(err)[:500], metrics
-    return "pass", f"{sc.steps} steps: every dropout mask and update as the README requires", metrics
+    under = ", every block under bf16 autocast" if sc.bf16 else ""
+    return "pass", f"{sc.steps} steps: every dropout mask and update as the README requires{under}", metrics

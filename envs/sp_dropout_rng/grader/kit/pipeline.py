@@ -59,7 +59,7 @@ def overrides(sc: Scenario, output_dir: Path) -> list[str]:
         f"model.output_dim={sc.output_dim}",
         f"model.hidden_dropout={sc.hidden_dropout}",
         f"model.embed_dropout={sc.embed_dropout}",
-        "model.bf16=false",
+        f"model.bf16={str(sc.bf16).lower()}",
         f"data.seq_length={sc.seq_length}",
         f"data.batch_size={sc.batch_size}",
         f"data.seed={sc.data_seed}",
@@ -85,10 +85,13 @@ def launch_env(backend: str) -> dict[str, str]:
 
 
 def job_env(sc: Scenario, observe_dir: Path) -> dict[str, str]:
-    """The job's environment: the observer switched on for ``sc.steps`` optimizer steps."""
+    """The job's environment: the observer switched on for ``sc.steps`` optimizer steps, with
+    its autocast probe when the scenario's config asks for bf16."""
     env = launch_env(sc.backend)
     env["TRAINFAIL_OBSERVE_DIR"] = str(observe_dir)
     env["TRAINFAIL_OBSERVE_STEPS"] = str(sc.steps)
+    if sc.bf16:
+        env["TRAINFAIL_OBSERVE_AUTOCAST"] = "record"
     return env
 
 

@@ -42,6 +42,11 @@ class Scenario:
     output_dim: int = 4
     hidden_dropout: float = 0.1
     embed_dropout: float = 0.1
+    #: ``model.bf16``: the blocks run under bf16 autocast. The run kit then records, through
+    #: the library's autocast class, the autocast every module forward ran under (a no-op on
+    #: CPU ranks, where a bf16 autocast cannot run megatron-core's layers), and the judge
+    #: requires every block module to have run under it.
+    bf16: bool = False
     #: ``grader``: the kit passes every setting as an override; ``shipped``: the shipped
     #: configs/tp2-sp.toml as it is, only the run name, output folder and step count set.
     config: str = "grader"
@@ -61,6 +66,8 @@ class Scenario:
             raise ValueError(f"scenario name {self.name!r} is not a plain file name")
         if self.config not in ("grader", "shipped"):
             raise ValueError(f"config must be 'grader' or 'shipped', not {self.config!r}")
+        if self.bf16 and self.config == "shipped":
+            raise ValueError("bf16 is set through the grader's overrides; the shipped config keeps it off")
         if self.steps < 1 or self.tp < 1:
             raise ValueError(f"steps={self.steps} and tp={self.tp} must be positive")
         if self.ffn_hidden_size % self.tp or self.seq_length % self.tp:
@@ -84,6 +91,11 @@ class Scenario:
         names = [("embed_dropout", self.embed_dropout)]
         names += [(f"stack.layers.{i}.hidden_dropout", self.hidden_dropout) for i in range(self.num_layers)]
         return names
+
+    @property
+    def autocast_state(self) -> str:
+        """The autocast state the observer records for a module run under ``model.bf16``."""
+        return f"{'cuda' if self.backend == 'nccl' else 'cpu'}:bfloat16"
 
     @property
     def parameter_count(self) -> int:
