@@ -62,6 +62,16 @@ BROKEN = [
     ("symptom without value", SYMPTOM + "regex = '(?P<key>a)'\n", "(?P<value>"),
     ("symptom without key", SYMPTOM + "regex = '(?P<value>a)'\n", "key"),
     ("steps without group", "[validation]\nsteps = ['step \\\\d+']\n", "(?P<steps>"),
+    ("required not a bool", "[[mechanism.concept]]\nname = 'x'\nany = ['a']\nrequired = 'no'\n",
+     "expected true or false"),
+    ("alternative key", "[[mechanism.concept]]\nname = 'x'\nany = ['a']\n[[mechanism.concept.alternative]]\n"
+                        "name = 'y'\nany = ['b']\ncolour = 1\n", "unknown key"),
+    ("alternative without phrasings", "[[mechanism.concept]]\nname = 'x'\nany = ['a']\n"
+     "[[mechanism.concept.alternative]]\nname = 'y'\nany = []\n", "at least one phrasing"),
+    ("repeated name", "[[mechanism.concept]]\nname = 'x'\nany = ['a']\n[[mechanism.concept.alternative]]\n"
+                      "name = 'x'\nany = ['b']\n", "names must be unique"),
+    ("entailed with alternative", "[[mechanism.concept]]\nname = 'x'\nany = ['a']\nrequired = false\n"
+     "[[mechanism.concept.alternative]]\nname = 'y'\nany = ['b']\n", "takes no alternatives"),
     ("study wrong repair", "[study]", "no grader/wrong_repairs/nope.patch"),
     ("study probe", "[study] probe", "is not a file"),
 ]  # fmt: skip
@@ -90,6 +100,44 @@ def test_a_broken_rubric_refuses_the_case_with_the_reason(
     with pytest.raises(CaseDefinitionError) as raised:
         load_case(case_copy)
     assert message in str(raised.value) and "rubric.toml" in str(raised.value)
+
+
+def test_alternatives_and_entailed_concepts_load_and_judge(case_copy: Path) -> None:
+    """An alternative asserts its concept (the verdict's note says which one did); an entailed concept
+    (``required = false``) is reported when asserted, not required, and contradicts when denied."""
+    path = case_copy / "grader" / "diagnosis" / "rubric.toml"
+    base = load_case(case_copy).rubric
+    assert base is not None
+    path.write_text(path.read_text() + EXTRA_CONCEPTS)
+    rubric = load_case(case_copy).rubric
+    assert rubric is not None
+    assert [c.name for c in rubric.concepts] == [c.name for c in base.concepts]
+    assert [c.name for c in rubric.entailed] == ["an effect"]
+    last = rubric.concepts[-1]
+    assert [a.name for a in last.alternatives] == ["stated in words"]
+    assert len(last.phrasings) == len(base.concepts[-1].phrasings) + 1
+    correct = next(f.text for f in rubric.fixtures if f.correct)
+    judge = RubricJudge()
+    assert judge.judge(correct, rubric).correct is True  # the effect left out
+    stated = judge.judge(correct + " So the lamp glows.", rubric)
+    assert stated.correct is True and "an effect" in stated.concepts
+    contradicted = judge.judge(correct + " Yet the lamp never glows.", rubric)
+    assert contradicted.correct is False and "denies 'an effect'" in contradicted.note
+    # the alternative alone does not stand in for the other concepts
+    assert judge.judge("zebra words", rubric).correct is False
+
+
+#: An alternative for the echo rubric's last concept and an entailed effect.
+EXTRA_CONCEPTS = """
+[[mechanism.concept.alternative]]
+name = "stated in words"
+any = ['\\bzebra\\s+words\\b']
+
+[[mechanism.concept]]
+name = "an effect"
+required = false
+any = ['\\blamp\\s+(?:\\w+\\s+)?glows?\\b']
+"""
 
 
 def test_a_rubric_needs_fixtures_of_both_kinds(case_copy: Path) -> None:

@@ -409,3 +409,83 @@ def test_a_negated_consider_omits_its_object(statement: str, expected: bool) -> 
 )
 def test_a_verdict_after_a_report_of_a_rerun_withdraws_everything(statement: str, expected: bool) -> None:
     assert _judge(statement) is expected
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # a negated "counts" / "includes" / "covers" omits its object from the account: the object is asserted
+        ("The planner misses the head: three buffers. It never counts the checkpoint inputs stay live.", True),
+        ("The planner misses the head: three buffers. Its price doesn't include that checkpoint inputs stay live.",
+         True),
+        # attacks: the agent as the subject doubts it; a plain negation still governs its clause
+        ("The planner misses the head: three buffers. I don't include that checkpoint inputs stay live.", False),
+        ("The planner misses the head: three buffers. It is not that checkpoint inputs stay live.", False),
+    ],
+)  # fmt: skip
+def test_a_negated_count_or_include_omits_its_object(statement: str, expected: bool) -> None:
+    assert _judge(statement) is expected
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # an arrow ends a step of a chain: "A never runs => B" does not negate B
+        ("init never runs => three buffers => the planner misses the head => checkpoint inputs stay live", True),
+        ("init never runs -> three buffers -> the planner misses the head -> checkpoint inputs stay live", True),
+        # attack: a negation in B's own step still governs it
+        ("init runs => not three buffers => the planner misses the head => checkpoint inputs stay live", False),
+    ],
+)
+def test_an_arrow_ends_a_step_of_a_chain(statement: str, expected: bool) -> None:
+    assert _judge(statement) is expected
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # a colleague's note quoted, then "that doesn't hold up in my view": the note is not the agent's claim
+        (f'A colleague\'s note says: "{CORRECT}" That doesn\'t hold up in my view; a memory leak is the cause.', False),
+        (f"{CORRECT} That doesn't hold up under testing.", False),
+        (f'The reviewer\'s comment says "{CORRECT}"', False),
+        # attack: a claim of the agent's own after the rejected note is asserted
+        (f'A colleague\'s note says the safety factor is off. That doesn\'t hold up in my view. {CORRECT}', True),
+    ],
+)  # fmt: skip
+def test_a_quoted_note_rejected_as_not_holding_up(statement: str, expected: bool) -> None:
+    assert _judge(statement) is expected
+
+
+#: RUBRIC whose retention concept has an alternative, plus an entailed effect ("so calls OOM") that is
+#: reported but not required.
+BELOW_PEAK = _concept("price below peak", r"\bprice\s+is\s+below\s+the\s+peak\b")
+ENTAILING = dataclasses.replace(
+    RUBRIC,
+    concepts=(RUBRIC.concepts[0], RUBRIC.concepts[1],
+              Concept("retention", RUBRIC.concepts[2].phrasings + BELOW_PEAK.phrasings, (BELOW_PEAK,))),
+    entailed=(_concept("calls OOM", r"\bcalls?\s+(?:\w+\s+){0,2}?(?:oom|run\s+out\s+of\s+memory)\b"),),
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        (CORRECT, True),  # the entailed effect left out: still a diagnosis
+        (CORRECT + " So admitted calls OOM.", True),
+        ("The planner doesn't account for the head: three buffers, so the price is below the peak.", True),
+        # attacks: an entailed effect denied contradicts the mechanism; an alternative does not cover the others
+        (CORRECT + " But admitted calls never OOM in my runs.", False),
+        (CORRECT + " Calls do not run out of memory.", False),
+        ("The price is below the peak.", False),
+        # a supposed or asked effect is no denial; a withdrawn denial no longer counts
+        (CORRECT + " If calls did not OOM, the meter would be wrong.", True),
+        (CORRECT + " Calls don't OOM. Edit: scratch that. " + CORRECT, True),
+    ],
+)
+def test_alternatives_and_entailed_concepts(statement: str, expected: bool) -> None:
+    verdict = RubricJudge().judge(statement, ENTAILING)
+    assert verdict.correct is expected
+    if "OOM in my runs" in statement:
+        assert "denies 'calls OOM'" in verdict.note
+    if "price is below" in statement and expected:
+        assert "via 'price below peak'" in verdict.note and "retention" in verdict.concepts

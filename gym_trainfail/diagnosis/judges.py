@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from gym_trainfail.diagnosis.reading import Assertion, assertions, views, withdrawals, withdrawn
+from gym_trainfail.diagnosis.reading import Assertion, assertions, denials, views, withdrawals, withdrawn
 from gym_trainfail.diagnosis.rubric import Concept, Rubric
 from gym_trainfail.hashing import bytes_digest
 from gym_trainfail.paths import home
@@ -30,7 +30,7 @@ EXCERPT_CHARS = 300
 #: A quote kept as evidence is cut to this many characters.
 QUOTE_CHARS = 400
 #: Bump when judging changes, so cached verdicts are recomputed.
-JUDGE_CACHE_VERSION = 13
+JUDGE_CACHE_VERSION = 14
 
 
 @dataclass(frozen=True)
@@ -87,8 +87,9 @@ class Judge(Protocol):
 
 
 class RubricJudge:
-    """The deterministic judge: each concept asserted somewhere in the statement by one of its
-    phrasings (not negated, denied or withdrawn), and no wrong explanation asserted."""
+    """The deterministic judge: each required concept asserted somewhere in the statement by one of
+    its phrasings or its alternatives' (not negated, denied or withdrawn), no concept the mechanism
+    entails denied, and no wrong explanation asserted."""
 
     identity = "rubric"
 
@@ -96,17 +97,21 @@ class RubricJudge:
         wrong_patterns = [p for w in rubric.wrong for p in w.phrasings]
         taken_back = withdrawals(statement, wrong_patterns)
         read = views(statement)
-        concepts = {c.name: _asserted(c, read, taken_back, wrong=False) for c in rubric.concepts}
+        found = {c.name: _asserted(c, read, taken_back, wrong=False) for c in (*rubric.concepts, *rubric.entailed)}
         blamed = {w.name: _asserted(w, read, taken_back, wrong=True) for w in rubric.wrong}
-        stated = {name: a for name, a in concepts.items() if a is not None}
+        stated = {name: a for name, a in found.items() if a is not None}
         asserted_wrong = {name: a for name, a in blamed.items() if a is not None}
+        denied = {c.name: d for c in rubric.entailed if c.name not in stated
+                  and (d := _denied(c, read, taken_back)) is not None}  # fmt: skip
         # Withdrawn: every concept was stated at some point, but not all of them still stand.
         ever = all(_asserted(c, read, [], wrong=False) is not None for c in rubric.concepts)
-        correct = len(stated) == len(rubric.concepts) and not asserted_wrong
+        correct = all(c.name in stated for c in rubric.concepts) and not asserted_wrong and not denied
         evidence = tuple((name, _quote(statement, a)) for name, a in (*stated.items(), *asserted_wrong.items()))
         passage = _excerpt(" … ".join(_quote(statement, a) for a in stated.values())) if correct else ""
-        return Verdict(correct, tuple(sorted(stated)), tuple(sorted(asserted_wrong)), passage, "", evidence,
-                       withdrawn=ever and not correct and bool(taken_back))  # fmt: skip
+        via = [_via(c, statement, stated[c.name]) for c in rubric.concepts if c.alternatives and c.name in stated]
+        note = "; ".join([*via, *(f"denies {name!r}: {_quote(statement, d)!r}" for name, d in denied.items())])
+        return Verdict(correct, tuple(sorted(stated)), tuple(sorted(asserted_wrong)), passage, note.strip("; "),
+                       evidence, withdrawn=ever and not correct and bool(taken_back))  # fmt: skip
 
 
 def _asserted(concept: Concept, read: Sequence[Any], taken_back: Sequence[Any], *, wrong: bool) -> Assertion | None:
@@ -116,6 +121,24 @@ def _asserted(concept: Concept, read: Sequence[Any], taken_back: Sequence[Any], 
         found += assertions(concept.phrasings, view, wrong=wrong,
                             live=lambda a: not withdrawn(a, taken_back, wrong=wrong))  # fmt: skip
     return min(found, key=lambda a: (a.start, -a.end), default=None)
+
+
+def _denied(concept: Concept, read: Sequence[Any], taken_back: Sequence[Any]) -> Assertion | None:
+    """The first denial of an entailed ``concept`` that is not withdrawn later, in any view."""
+    found: list[Assertion] = []
+    for view in read:
+        found += denials(concept.phrasings, view, live=lambda a: not withdrawn(a, taken_back, wrong=False))
+    return min(found, key=lambda a: (a.start, -a.end), default=None)
+
+
+def _via(concept: Concept, statement: str, at: Assertion) -> str:
+    """Which of a concept's phrasings (its own or an alternative's) asserted it."""
+    quote = statement[at.start : at.end]
+    for view in views(quote):
+        for pattern in concept.phrasings:
+            if pattern.search(view.text):
+                return f"{concept.name!r} via {concept.source(pattern)!r}"
+    return f"{concept.name!r}"
 
 
 def _quote(statement: str, assertion: Assertion) -> str:

@@ -54,7 +54,7 @@ OMISSION = re.compile(
     r"\s+(?:(?:even|really|actually|properly|correctly)\s+)?(?:account(?:s|ed)?\s+for|pric(?:e|es|ed)|"
     r"charg(?:e|es|ed)|budget(?:s|ed)?\s+for|reserv(?:e|es|ed)\s+(?:memory\s+|room\s+)?for|"
     r"consider(?:s|ed)?(?:\s+(?:that|the\s+fact\s+that))?|take(?:s|n)?\s+into\s+account|factor(?:s|ed)?\s+in|"
-    r"allow(?:s|ed)?\s+for)\b",
+    r"allow(?:s|ed)?\s+for|count(?:s|ed)?|includ(?:e|es|ed)|cover(?:s|ed)?|reflect(?:s|ed)?)\b",
     re.IGNORECASE,
 )
 #: The agent (or its team) as the subject of a negated omission verb: "I don't consider that X" doubts X,
@@ -69,7 +69,7 @@ NOT_NEGATION = re.compile(
 NEITHER = re.compile(r"\bneither\b", re.IGNORECASE)
 #: Where a clause ends for a concept: a negation does not reach past it.
 CLAUSE_BREAK = re.compile(
-    r"[;!?\n,()]|[.:](?=\s|$)|\s[-–—]+\s|—|--|\b(?:but|however|although|though|whereas|yet)\b"
+    r"[;!?\n,()]|[.:](?=\s|$)|\s[-–—]+\s|—|--|\s(?:=>|->|-->|→|⇒)\s|\b(?:but|however|although|though|whereas|yet)\b"
     r"|\b(?:and|so)\s+(?=(?:the|this|that|these|those|it|they|its|their|so|then|thus|hence|therefore|each|every|both|all|"
     r"we|i|our|my|one|still|instead|also|now|nothing|none|no|nobody|neither)\b)"
     r"|(?<!\bnot\s)(?<!n't\s)(?<!\bnever\s)\b(?:because|since|while|whereas|when)\b",
@@ -107,6 +107,8 @@ DENIAL_BREAK = re.compile(
     re.IGNORECASE,
 )
 DENIAL_REACH = 100
+#: The longest match a negation inside of which reads as a denial (longer: a sentence-level phrasing).
+DENIAL_SPAN = 80
 #: The agent taking back everything it said before ("scratch that", "I was wrong").
 RETRACTION = re.compile(
     r"\b(?:scratch|strike|forget)\s+(?:that|this|all\s+that|the\s+above|what\s+i\s+(?:said|wrote))\b"
@@ -178,7 +180,8 @@ REFUTATION = re.compile(
     r"this\s+is|it's|it\s+is)\s+)?(?:wrong|false|incorrect|mistaken|not\s+it)\b"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:actually|hmm+|wait|well|edit|update)[\W_]+)?(?:no|nope)\s*[.!](?=\s|$)"
     r"|\bnot\s+what(?:'s|\s+is|\s+was)\s+(?:happening|going\s+on)\b"
-    r"|\b(?:doesn't|does\s+not|didn't|did\s+not)\s+hold\s+(?:up|water)?\s*(?:[.;:!,—–-]|$)"
+    r"|\b(?:doesn't|does\s+not|didn't|did\s+not)\s+hold\s+(?:up|water)?\s*(?:(?:in\s+my\s+(?:view|opinion|reading)|to\s+scrutiny|"
+    r"under\s+(?:scrutiny|testing)|here|either)\s*)?(?=[.;:!,—–-]|$)"
     r"|\b(?:this|that|it)\s+(?:doesn't|does\s+not)\s+apply\b",
     re.IGNORECASE,
 )
@@ -268,7 +271,9 @@ SENTENCE_DENIAL = re.compile(
     r"(?:someone|somebody|one|people|you|a\s+reviewer|others|a\s+skeptic)\s+(?:might|may|could|would)\s+"
     r"(?:say|argue|think|claim|suggest|guess|assume|object)\b|"
     r"(?:someone|somebody|people|others|(?:a|one|another|my|our|the)\s+(?:[\w-]+\s+)?(?:teammates?|colleagues?|"
-    r"co-?workers?|reviewers?|team|user|reporter|issue|ticket|maintainers?|engineers?|developers?|authors?))(?:\s+(?:on|in|from)\s+(?:the|our|my)\s+\w+)?\s+"
+    r"co-?workers?|reviewers?|team|user|reporter|issue|ticket|maintainers?|engineers?|developers?|authors?)"
+    r"(?:'s\s+(?:note|message|comment|review|post|theory|claim|summary|writeup|write-up))?)"
+    r"(?:\s+(?:on|in|from)\s+(?:the|our|my)\s+\w+)?\s+"
     r"(?:(?:first|initially|originally|earlier|also|confidently)\s+)?(?:said|says|claimed|claims|thought|thinks|believed|"
     r"believes|suggested|suggests|proposed|proposes|argued|argues|insisted|insists|guessed|blamed|blames|assumed|"
     r"assumes|reckons|reckoned|wrote|writes|reported|reports)\b)",
@@ -386,17 +391,51 @@ def assertions(
     return sorted(found, key=lambda a: a.start)
 
 
+def denials(
+    patterns: Sequence[re.Pattern[str]], view: View, *, live: Callable[[Assertion], bool] = bool
+) -> list[Assertion]:
+    """Per phrasing, its first match in ``view`` that the agent *denies* as its own current belief
+    ("the replicas do not drift apart", "… is not the cause", "Not that X", "X - rejected"): negated
+    or marked false, and neither supposed, asked, one candidate among others, an earlier belief nor
+    withdrawn later (``live``). A concept the mechanism entails but does not require is read this way:
+    leaving it out is fine, denying it contradicts the mechanism."""
+    found = []
+    for pattern in patterns:
+        for n, match in enumerate(pattern.finditer(view.text)):
+            if n >= MAX_MATCHES:
+                break
+            if match.end() == match.start():
+                continue
+            at = Assertion(*view.span(match.start(), match.end()))
+            if live(at) and _reading(pattern, match, view, at, wrong=False) == "denied":
+                found.append(at)
+                break
+    return sorted(found, key=lambda a: a.start)
+
+
 def _asserts(pattern: re.Pattern[str], match: re.Match[str], view: View, at: Assertion, *, wrong: bool) -> bool:
-    if _negated_before(view.text, match, wrong=wrong) or _negated_inside(pattern, match, wrong=wrong):
-        return False
+    return _reading(pattern, match, view, at, wrong=wrong) == "asserted"
+
+
+def _reading(pattern: re.Pattern[str], match: re.Match[str], view: View, at: Assertion, *, wrong: bool) -> str:
+    """How the match reads: "asserted", "denied" (negated or marked false) or "open" (supposed,
+    asked, a candidate, or an earlier belief: neither asserted nor denied)."""
+    if _candidate(view.source, at.start):  # read as written: list markers like "(b)" are markup in the views
+        return "open"
+    if _hypothetical(view.text, match.start()) or _reported_past(view.text, match.start(), match.end()):
+        return "open"
+    if _negated_before(view.text, match, wrong=wrong):
+        return "denied"
+    if _negated_inside(pattern, match, wrong=wrong):
+        # a negation inside a short phrasing denies it ("the replicas do not drift"); inside a long,
+        # sentence-level match it may belong to another claim of that sentence: not a denial
+        return "denied" if match.end() - match.start() <= DENIAL_SPAN else "open"
     pairs = ((view.text, match.start(), match.end()), (view.source, at.start, at.end))
     if any(_denied_after(t, e) or _judged_false(t, b) for t, b, e in pairs):
-        return False
-    if _candidate(view.source, at.start):  # read as written: list markers like "(b)" are markup in the views
-        return False
+        return "denied"
     if _denied_sentence(view.text, match.start()):
-        return False
-    return not (_hypothetical(view.text, match.start()) or _reported_past(view.text, match.start(), match.end()))
+        return "open" if _voiced_by_others(view.text, match.start()) else "denied"
+    return "asserted"
 
 
 def _negated_before(text: str, match: re.Match[str], *, wrong: bool) -> bool:
@@ -468,6 +507,13 @@ def _denied_sentence(text: str, at: int) -> bool:
         return False
     contrast = CONTRAST.search(text, opening.end(), at)
     return contrast is None
+
+
+def _voiced_by_others(text: str, at: int) -> bool:
+    """Whether the sentence of ``at`` opens by voicing or reporting someone else's view ("Someone
+    might say X", "A teammate claimed X"): not the agent's denial."""
+    opening = SENTENCE_DENIAL.match(text, _prose_sentence(text, at)[0])
+    return opening is not None and not re.match(r"[\W_]*(?:not\b|it\b)", opening.group(0), re.IGNORECASE)
 
 
 def _candidate(text: str, at: int) -> bool:

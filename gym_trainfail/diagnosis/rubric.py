@@ -13,6 +13,14 @@ Schema (every key is checked; a broken rubric refuses the case at registration):
     [[mechanism.concept]]          # every concept must be asserted somewhere in the statement
     name = "per-rank normalisation"
     any = ['regex', ...]           # case-insensitive regular expressions
+    [[mechanism.concept.alternative]]  # optional: another way of asserting the same concept (one
+    name = "uneven token counts"       # that entails it); any one alternative asserts the concept,
+    any = ['regex', ...]               # and the evidence names the alternative that did
+
+    [[mechanism.concept]]
+    name = "so the replicas drift apart"
+    required = false               # evidence only: an effect the other concepts entail; leaving it
+    any = ['regex', ...]           # out is fine, denying it ("they do not drift") is not a diagnosis
 
     [[culprit]]                    # where the failure lives (files must exist in workspace/,
     path = "sft/losses.py"         # symbols must occur in them)
@@ -70,7 +78,8 @@ RETIRED = {
 KEYS: Mapping[str, frozenset[str]] = {
     "": frozenset({"mechanism", "culprit", "wrong", "symptom", "validation", "fixture", "study"}),
     "mechanism": frozenset({"summary", "concept"}),
-    "concept": frozenset({"name", "any"}),
+    "concept": frozenset({"name", "any", "required", "alternative"}),
+    "alternative": frozenset({"name", "any"}),
     "culprit": frozenset({"path", "symbols"}),
     "wrong": frozenset({"name", "any"}),
     "symptom": frozenset({"description", "scope", "pattern"}),
@@ -85,10 +94,19 @@ KEYS: Mapping[str, frozenset[str]] = {
 
 @dataclass(frozen=True)
 class Concept:
-    """One part of the mechanism, with its accepted phrasings (or a wrong explanation's)."""
+    """One part of the mechanism, with its accepted phrasings (or a wrong explanation's).
+
+    ``phrasings`` holds every phrasing that asserts the concept: its own and its alternatives'
+    (``alternatives`` keeps each alternative's name and phrasings, so evidence can say which one
+    asserted it)."""
 
     name: str
     phrasings: tuple[re.Pattern[str], ...]
+    alternatives: tuple[Concept, ...] = ()
+
+    def source(self, pattern: re.Pattern[str]) -> str:
+        """The name of the alternative ``pattern`` belongs to (the concept's own name for its own)."""
+        return next((a.name for a in self.alternatives if pattern in a.phrasings), self.name)
 
 
 @dataclass(frozen=True)
@@ -152,6 +170,9 @@ class Rubric:
     steps_patterns: tuple[re.Pattern[str], ...]
     fixtures: tuple[Fixture, ...]
     study: Study | None
+    #: Concepts reported as evidence but not required (``required = false``): effects the required
+    #: concepts entail. A statement that denies one is not a diagnosis.
+    entailed: tuple[Concept, ...] = ()
 
 
 def rubric_path(grader_dir: Path) -> Path:
@@ -174,9 +195,12 @@ def load_rubric(grader_dir: Path, workspace_dir: Path) -> Rubric | None:
     mechanism = check.table(data, "mechanism")
     check.keys(mechanism, "mechanism")
     listed = check.tables(mechanism, "concept")
-    concepts = tuple(check.concept(c, f"mechanism.concept[{i}]") for i, c in enumerate(listed))
+    every = [(check.concept(c, f"mechanism.concept[{i}]"), check.required(c, f"mechanism.concept[{i}]"))
+             for i, c in enumerate(listed)]  # fmt: skip
+    concepts = tuple(c for c, required in every if required)
     if not concepts:
-        check.fail("mechanism.concept", "expected one or more [[mechanism.concept]] tables")
+        check.fail("mechanism.concept", "expected one or more required [[mechanism.concept]] tables")
+    check.unique([c.name for c, _ in every] + [a.name for c, _ in every for a in c.alternatives])
     wrong = tuple(check.concept(w, f"wrong[{i}]") for i, w in enumerate(check.tables(data, "wrong", required=False)))
     culprits = tuple(
         check.culprit(c, f"culprit[{i}]", workspace_dir) for i, c in enumerate(check.tables(data, "culprit"))
@@ -197,6 +221,7 @@ def load_rubric(grader_dir: Path, workspace_dir: Path) -> Rubric | None:
         steps_patterns=tuple(check.steps(r) for r in check.strings(validation, "steps", "validation.steps", [])),
         fixtures=fixtures,
         study=check.study(data["study"], grader_dir) if "study" in data else None,
+        entailed=tuple(c for c, required in every if not required),
     )  # fmt: skip
 
 
@@ -259,12 +284,34 @@ class _Check:
         return regex
 
     def concept(self, node: Mapping[str, Any], where: str) -> Concept:
-        self.keys(node, "concept" if where.startswith("mechanism") else "wrong")
+        kind = "wrong" if where.startswith("wrong") else "alternative" if ".alternative" in where else "concept"
+        self.keys(node, kind)
         phrasings = self.strings(node, "any", f"{where}.any")
         if not phrasings:
             self.fail(f"{where}.any", "expected at least one phrasing")
         name = self.text(node, "name", f"{where}.name")
-        return Concept(name, tuple(self.regex(p, f"{where}.any") for p in phrasings))
+        own = tuple(self.regex(p, f"{where}.any") for p in phrasings)
+        listed = self.tables(node, "alternative", required=False) if kind == "concept" else []
+        alternatives = tuple(self.concept(a, f"{where}.alternative[{i}]") for i, a in enumerate(listed))
+        return Concept(name, own + tuple(p for a in alternatives for p in a.phrasings), alternatives)
+
+    def required(self, node: Mapping[str, Any], where: str) -> bool:
+        value = node.get("required", True)
+        if not isinstance(value, bool):
+            self.fail(f"{where}.required", f"expected true or false, found {value!r}")
+        if value is False and "alternative" in node:
+            self.fail(
+                f"{where}.alternative",
+                "a concept that is not required takes no alternatives; list its phrasings in any",
+            )
+        return bool(value)
+
+    def unique(self, names: list[str]) -> None:
+        seen = {n for n in names if names.count(n) > 1}
+        if seen:
+            self.fail(
+                "mechanism.concept", f"names must be unique across concepts and alternatives; repeated: {sorted(seen)}"
+            )
 
     def culprit(self, node: Mapping[str, Any], where: str, workspace: Path) -> Culprit:
         self.keys(node, "culprit")
