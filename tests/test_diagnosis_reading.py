@@ -489,3 +489,17 @@ def test_alternatives_and_entailed_concepts(statement: str, expected: bool) -> N
         assert "denies 'calls OOM'" in verdict.note
     if "price is below" in statement and expected:
         assert "via 'price below peak'" in verdict.note and "retention" in verdict.concepts
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # an adverb between the verb and "whether" still makes it a question to check
+        ("The planner misses the head: three buffers. I'll check next whether checkpoint inputs stay live.", False),
+        ("The planner misses the head: three buffers. We should verify first if checkpoint inputs stay live.", False),
+        # attack: a check already done and reported asserts
+        ("The planner misses the head: three buffers. I checked: checkpoint inputs stay live.", True),
+    ],
+)
+def test_a_question_still_to_check_with_an_adverb(statement: str, expected: bool) -> None:
+    assert _judge(statement) is expected

@@ -282,7 +282,8 @@ SENTENCE_DENIAL = re.compile(
 CONTRAST = re.compile(r"\b(?:but|however|yet|instead|rather)\b|;", re.IGNORECASE)
 #: What the agent still has to find out ("check whether …").
 OPEN_QUESTION = re.compile(
-    r"\b(?:check|verify|test|see|confirm|find\s+out|determine)\w*\s+(?:whether|if)\b|^\W*(?:and\s+|or\s+)?whether\b",
+    r"\b(?:check|verify|test|see|confirm|find\s+out|determine)\w*\s+(?:(?:next|first|now|again|later|still|also|then|"
+    r"separately|carefully)\s+)?(?:whether|if)\b|^\W*(?:and\s+|or\s+)?whether\b",
     re.IGNORECASE | re.MULTILINE,
 )
 #: How far into a match that starts its clause an open question is looked for (a sentence-level
