@@ -21,6 +21,17 @@ from gym_trainfail.hashing import tree_digest
 #: ``Namespace/Name-vN``, the Gymnasium id shape.
 CASE_ID_RE = re.compile(r"^(?P<namespace>[A-Za-z][A-Za-z0-9_]*)/(?P<name>[A-Za-z][A-Za-z0-9_]*)-v(?P<version>\d+)$")
 
+
+def supersedes(newer: str, older: str) -> bool:
+    """Whether case id ``newer`` is a later version of the same case as ``older``
+    (``TrainFail/Name-v1`` supersedes ``TrainFail/Name-v0``); ids that do not parse never do."""
+    new, old = CASE_ID_RE.match(newer), CASE_ID_RE.match(older)
+    if new is None or old is None:
+        return False
+    same = (new["namespace"], new["name"]) == (old["namespace"], old["name"])
+    return same and int(new["version"]) > int(old["version"])
+
+
 #: Words that would tell the agent there is something to find. Prompts must be neutral.
 BUG_VOCABULARY = re.compile(
     r"\b(bugs?|buggy|fix\w*|broken|wrong\w*|incorrect\w*|errors?|erroneous|faults?|faulty|defect\w*|"

@@ -114,6 +114,40 @@ def test_a_batch_grows_by_cases_without_replaying_the_others(tmp_path: Path) -> 
     assert load_plan(layout) == grown
 
 
+def test_a_later_version_of_a_case_supersedes_its_episodes(tmp_path: Path) -> None:
+    """A registered version is frozen, so a changed grader comes as Name-v1: the batch drops the
+    v0 episodes from its plan and plays the v1 ones, keeping every other case's."""
+    later = tmp_path / "echo-v1"
+    shutil.copytree(ECHO_CASE, later)
+    toml = later / "case.toml"
+    toml.write_text(toml.read_text().replace('"TrainFailTest/Echo-v0"', '"TrainFailTest/Echo-v1"'))
+    layout = RunLayout(tmp_path / "run")
+    before = resolve_cases(["TrainFail/DDPTokenAverage-v0", str(ECHO_CASE)])
+    after = resolve_cases(["TrainFail/DDPTokenAverage-v0", str(later)])
+    first = write_plan(layout, make_plan(before, ["control"], ["noop"], 1, sandbox="bwrap"))
+    grown = write_plan(layout, make_plan(after, ["control"], ["noop"], 1, sandbox="bwrap"))
+    assert [e.case for e in grown.episodes] == ["TrainFail/DDPTokenAverage-v0", "TrainFailTest/Echo-v1"]
+    assert grown.episodes[0] == first.episodes[0] and grown.created == first.created
+    assert grown.spec.cases == ("TrainFail/DDPTokenAverage-v0", "TrainFailTest/Echo-v1")
+    assert load_plan(layout) == grown
+    # going back to the earlier version is not an update: refused, the plan kept
+    with pytest.raises(TrainFailError, match="already holds a different batch"):
+        write_plan(layout, make_plan(before, ["control"], ["noop"], 1, sandbox="bwrap"))
+    assert load_plan(layout) == grown
+
+
+def test_case_versions_supersede_only_their_own_earlier_versions() -> None:
+    from gym_trainfail.cases import supersedes
+
+    assert supersedes("TrainFail/Name-v1", "TrainFail/Name-v0")
+    assert supersedes("TrainFail/Name-v10", "TrainFail/Name-v9")  # numbers, not text
+    assert not supersedes("TrainFail/Name-v0", "TrainFail/Name-v1")
+    assert not supersedes("TrainFail/Name-v1", "TrainFail/Name-v1")
+    assert not supersedes("TrainFail/Other-v1", "TrainFail/Name-v0")
+    assert not supersedes("Elsewhere/Name-v1", "TrainFail/Name-v0")
+    assert not supersedes("TrainFail/Name-v1", "not an id")
+
+
 def test_episode_progress_writes_a_line_per_finished_episode_into_a_log() -> None:
     import io
 

@@ -19,7 +19,7 @@ from typing import Any
 from gym_trainfail.agent import agent_names
 from gym_trainfail.arms import ARMS
 from gym_trainfail.batch.layout import RunLayout
-from gym_trainfail.cases import DEFAULT_PROFILE, CaseSpec, load_case
+from gym_trainfail.cases import DEFAULT_PROFILE, CaseSpec, load_case, supersedes
 from gym_trainfail.errors import TrainFailError, UnknownCaseError
 from gym_trainfail.files import write_json
 from gym_trainfail.registry import default_registry, get_case, resolve_case
@@ -206,7 +206,8 @@ def _check_names(arms: Sequence[str], agents: Sequence[str], trials: int, max_at
 
 def write_plan(layout: RunLayout, plan: BatchPlan) -> BatchPlan:
     """Write ``plan`` to the run directory, or return the plan already there when it has the
-    same spec (cases in any order), or the plan grown by ``plan``'s further cases (:func:`_grown`).
+    same spec (cases in any order), or the plan grown by ``plan``'s further cases or later case
+    versions (:func:`_grown`).
     Any other spec is refused: one run directory holds one batch."""
     if layout.plan.exists():
         existing = load_plan(layout)
@@ -235,13 +236,20 @@ def _same_but_cases(old: BatchSpec, new: BatchSpec) -> bool:
 def _grown(existing: BatchPlan, plan: BatchPlan) -> BatchPlan | None:
     """``existing`` with the episodes of ``plan``'s further cases appended, when ``plan`` is the
     same batch over more cases (every other argument equal): a case added to the library joins a
-    leaderboard without replaying the rest. None when ``plan`` adds no case or differs otherwise."""
+    leaderboard without replaying the rest. A case of ``existing`` whose later version ``plan``
+    names (``Name-v0`` -> ``Name-v1``: a registered version is frozen, so a changed grader comes
+    under a new id) is superseded: its episodes leave the plan (their files stay in the run
+    directory, unread) and the new version's are played. None when ``plan`` adds no case or
+    differs otherwise."""
     old, new = existing.spec, plan.spec
+    superseded = {c for c in old.cases if c not in new.cases and any(supersedes(n, c) for n in new.cases)}
+    kept = [c for c in old.cases if c not in superseded]
     added = [c for c in new.cases if c not in old.cases]
-    if not added or not set(old.cases) <= set(new.cases) or not _same_but_cases(old, new):
+    if not added or not set(kept) <= set(new.cases) or not _same_but_cases(old, new):
         return None
-    episodes = existing.episodes + tuple(e for e in plan.episodes if e.case in added)
-    return BatchPlan(replace(old, cases=(*old.cases, *added)), episodes, plan.max_attempts, existing.created)
+    episodes = tuple(e for e in existing.episodes if e.case not in superseded)
+    episodes += tuple(e for e in plan.episodes if e.case in added)
+    return BatchPlan(replace(old, cases=(*kept, *added)), episodes, plan.max_attempts, existing.created)
 
 
 def load_plan(layout: RunLayout) -> BatchPlan:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gym_trainfail.cases import supersedes
 from gym_trainfail.diagnosis.fixtures import FixtureCheck, Labelled, classify
 from gym_trainfail.diagnosis.judges import Judge, RubricJudge
 from gym_trainfail.diagnosis.llm_judge import LLMJudge
@@ -350,11 +351,7 @@ def _same_case(written_for: str, case_id: str) -> bool:
     """Whether a set written for ``written_for`` serves ``case_id``: the same case at the same or an
     earlier version (``TrainFail/Name-v0`` serves ``-v1``: a new version changes the grader, not the
     mechanism the statements describe, and a held-out set cannot be rewritten once hashed)."""
-    name, _, version = written_for.rpartition("-v")
-    own_name, _, own_version = case_id.rpartition("-v")
-    if not (version.isdigit() and own_version.isdigit()):
-        return written_for == case_id
-    return name == own_name and int(version) <= int(own_version)
+    return written_for == case_id or supersedes(case_id, written_for)
 
 
 if __name__ == "__main__":
