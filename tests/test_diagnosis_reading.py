@@ -503,3 +503,18 @@ def test_alternatives_and_entailed_concepts(statement: str, expected: bool) -> N
 )
 def test_a_question_still_to_check_with_an_adverb(statement: str, expected: bool) -> None:
     assert _judge(statement) is expected
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # a negation limited to some cases says where the effect does not hold, not that it is false
+        (CORRECT + " Calls don't OOM in a single-process run, only with 2 ranks.", True),
+        (CORRECT + " Calls never OOM except when the vocabulary is large.", True),
+        # attacks: an unlimited denial still contradicts; "only" elsewhere in the sentence does not limit it
+        (CORRECT + " Calls do not OOM in my runs.", False),
+        (CORRECT + " Only large calls were tested and calls do not OOM.", False),
+    ],
+)
+def test_a_scoped_denial_of_an_entailed_concept_is_no_denial(statement: str, expected: bool) -> None:
+    assert RubricJudge().judge(statement, ENTAILING).correct is expected

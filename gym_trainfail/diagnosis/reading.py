@@ -109,6 +109,10 @@ DENIAL_BREAK = re.compile(
 DENIAL_REACH = 100
 #: The longest match a negation inside of which reads as a denial (longer: a sentence-level phrasing).
 DENIAL_SPAN = 80
+#: What limits a negation to some cases ("…, only with 2 ranks", "except at TP=1", "unless …").
+SCOPE = re.compile(
+    r"(?:,|\bbut|;)\s*only\s+(?:with|on|in|when|for|at|under|if|once)\b|\bexcept\b|\bunless\b", re.IGNORECASE
+)
 #: The agent taking back everything it said before ("scratch that", "I was wrong").
 RETRACTION = re.compile(
     r"\b(?:scratch|strike|forget)\s+(?:that|this|all\s+that|the\s+above|what\s+i\s+(?:said|wrote))\b"
@@ -426,11 +430,13 @@ def _reading(pattern: re.Pattern[str], match: re.Match[str], view: View, at: Ass
     if _hypothetical(view.text, match.start()) or _reported_past(view.text, match.start(), match.end()):
         return "open"
     if _negated_before(view.text, match, wrong=wrong):
-        return "denied"
+        return "open" if _scoped(view.text, match.end()) else "denied"
     if _negated_inside(pattern, match, wrong=wrong):
         # a negation inside a short phrasing denies it ("the replicas do not drift"); inside a long,
         # sentence-level match it may belong to another claim of that sentence: not a denial
-        return "denied" if match.end() - match.start() <= DENIAL_SPAN else "open"
+        return (
+            "denied" if match.end() - match.start() <= DENIAL_SPAN and not _scoped(view.text, match.end()) else "open"
+        )
     pairs = ((view.text, match.start(), match.end()), (view.source, at.start, at.end))
     if any(_denied_after(t, e) or _judged_false(t, b) for t, b, e in pairs):
         return "denied"
@@ -508,6 +514,13 @@ def _denied_sentence(text: str, at: int) -> bool:
         return False
     contrast = CONTRAST.search(text, opening.end(), at)
     return contrast is None
+
+
+def _scoped(text: str, end: int) -> bool:
+    """Whether the rest of the sentence after ``end`` limits a negation to some cases ("they don't
+    drift in a single-process run, only with 2 ranks", "… except at TP=1", "… unless …"): such a
+    negation says where the claim does not hold, not that it is false."""
+    return bool(SCOPE.search(text, end, _prose_sentence(text, end)[1]))
 
 
 def _voiced_by_others(text: str, at: int) -> bool:
