@@ -149,3 +149,25 @@ def test_the_judge_is_configured_apart_from_the_agent(monkeypatch: pytest.Monkey
     monkeypatch.delenv(JUDGE_KEY_ENV, raising=False)
     with pytest.raises(Exception, match="TRAINFAIL_JUDGE_API_KEY"):
         _judge(_parser().parse_args(["batch", "--out", "x", "--judge-model", "m"]))
+
+
+def test_denying_an_entailed_effect_is_a_wrong_explanation_for_the_llm_judge(rubric: Rubric) -> None:
+    """An entailed concept (``required = false``) is not asked for, but its denial is offered as a
+    wrong explanation, and an answer that marks it asserted makes the statement not a diagnosis,
+    as the rubric judge decides it."""
+    from dataclasses import replace
+
+    from gym_trainfail.diagnosis.llm_judge import DENIES, rubric_text, wrong_items
+
+    effect = replace(rubric.concepts[0], name="the report shows 41")
+    entailed = replace(rubric, entailed=(effect,))
+    denial = DENIES + effect.name
+    assert denial in wrong_items(entailed) and denial in rubric_text(entailed)
+    assert denial not in wrong_items(rubric)  # only where the rubric has one
+    statement = STATEMENT + " Yet the report never shows 41."
+    denied = _answer(_both(entailed), wrong=[{"name": denial, "asserted": True, "quote": "never shows 41"}])
+    kept = _answer(_both(entailed), wrong=[{"name": denial, "asserted": False}])
+    assert parse_answer(denied, entailed, statement).correct is False
+    assert parse_answer(denied, entailed, statement).wrong == (denial,)
+    assert parse_answer(kept, entailed, statement).correct is True
+    assert parse_answer(denied, rubric, statement).correct is None  # not offered: an unknown name

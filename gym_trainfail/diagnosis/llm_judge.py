@@ -8,9 +8,10 @@ and every quote it gives for an asserted item is a substring of the statement (w
 compared as one space). Anything else — a malformed answer, a quote that is not there, a
 refused request, a network error — is *undecided* (``correct=None``): never a diagnosis, and
 asked again the next time (undecided verdicts are not cached). The statement is correct when
-every concept is asserted, no wrong explanation is, and the statement does not withdraw its
-diagnosis (``docs/diagnosis.md``). The key comes from the environment only and is never
-written anywhere; :attr:`LLMJudge.identity` names the model and endpoint, never the key.
+every concept is asserted, no wrong explanation is (nor the denial of an effect the mechanism
+entails), and the statement does not withdraw its diagnosis (``docs/diagnosis.md``). The key
+comes from the environment only and is never written anywhere; :attr:`LLMJudge.identity` names
+the model and endpoint, never the key.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ MAX_ANSWER_CHARS = 64_000
 #: A quote must carry at least this many letters or digits (no quoting a lone word fragment).
 MIN_QUOTE_CHARS = 4
 PLACEHOLDER_KEY = "EMPTY"
+#: How an entailed concept's denial is named among the wrong explanations.
+DENIES = "denies that: "
 #: Where the judge's key is read from (the agent's key variable is the fallback).
 JUDGE_KEY_ENV = "TRAINFAIL_JUDGE_API_KEY"
 FALLBACK_KEY_ENV = "OPENAI_API_KEY"
@@ -118,8 +121,15 @@ def judge_key(api_key_env: str | None = None) -> str:
 def rubric_text(rubric: Rubric) -> str:
     """The mechanism, its concepts and the known wrong explanations, as the judge is shown them."""
     concepts = "\n".join(f"- {c.name}" for c in rubric.concepts)
-    wrong = "\n".join(f"- {w.name}" for w in rubric.wrong) or "- (none listed)"
+    wrong = "\n".join(f"- {name}" for name in wrong_items(rubric)) or "- (none listed)"
     return f"Mechanism: {rubric.summary}\n\nConcepts:\n{concepts}\n\nKnown wrong explanations:\n{wrong}"
+
+
+def wrong_items(rubric: Rubric) -> list[str]:
+    """The names the judge answers under ``wrong``: the rubric's known wrong explanations, and the
+    denial of each effect the mechanism entails (``required = false``: not needed for a diagnosis,
+    but a statement that denies it contradicts the mechanism, as the rubric judge reads it too)."""
+    return [w.name for w in rubric.wrong] + [f"{DENIES}{c.name}" for c in rubric.entailed]
 
 
 class _Undecided(Exception):
@@ -142,7 +152,7 @@ def parse_answer(content: str, rubric: Rubric, statement: str) -> Verdict:
             raise _Undecided("judge answer: 'withdrawn' must be true or false")
         haystack = _squeezed(statement)
         concepts = _items(answer["concepts"], {c.name for c in rubric.concepts}, "concepts", haystack, every=True)
-        wrong = _items(answer.get("wrong", []), {w.name for w in rubric.wrong}, "wrong", haystack, every=False)
+        wrong = _items(answer.get("wrong", []), set(wrong_items(rubric)), "wrong", haystack, every=False)
     except _Undecided as exc:
         return Verdict(None, note=str(exc))
     stated = {name: quote for name, quote in concepts.items() if quote is not None}
