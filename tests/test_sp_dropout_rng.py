@@ -1,4 +1,4 @@
-"""TrainFail/SPDropoutRNG-v0's judge against hand-made records (no training run).
+"""TrainFail/SPDropoutRNG-v1's judge against hand-made records (no training run).
 
 An honest record is built from the judge's own float64 step (independent masks per
 tensor-parallel rank under sequence parallelism, one shared mask without it); each check is
@@ -279,7 +279,7 @@ EXIT_STACK = """\
 @pytest.mark.slow
 @pytest.mark.parametrize("patch", [NESTED_INLINE, EXIT_STACK], ids=["nested-inline", "exit-stack"])
 def test_valid_alternative_repairs_pass(patch: str, runtime: Runtime, bwrap_usable: None, tmp_path: Path) -> None:
-    case = get_case("TrainFail/SPDropoutRNG-v0")
+    case = get_case("TrainFail/SPDropoutRNG-v1")
     workspace = tmp_path / "ws"
     shutil.copytree(case.workspace_dir, workspace)
     (tmp_path / "alt.patch").write_text(patch)

@@ -1,4 +1,4 @@
-"""Run phase of TrainFail/SPDropoutRNG-v0: launch the pipeline, keep its outputs.
+"""Run phase of TrainFail/SPDropoutRNG-v1: launch the pipeline, keep its outputs.
 
     python /kit/run.py --scenarios /io/scenarios.json --out-dir /out
 

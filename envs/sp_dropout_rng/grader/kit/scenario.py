@@ -1,4 +1,4 @@
-"""One frozen scenario of TrainFail/SPDropoutRNG-v0, as the gym's scenario request gives it.
+"""One frozen scenario of TrainFail/SPDropoutRNG-v1, as the gym's scenario request gives it.
 
 Pure data: shared by the run kit (what to launch) and the judge (what to expect). Nothing
 here is private: the run phase reads the same request from ``/io/scenarios.json``.
