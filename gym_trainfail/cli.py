@@ -694,7 +694,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if not (args.run_dir / "episode.json").exists():
         raise TrainFailError(f"{args.run_dir} is not an episode run directory (no episode.json)")
     _check_sandbox(args.sandbox)
-    grades = _grade_with_progress(args.run_dir, args.sandbox, _judge(args))
+    grades = _grade_with_progress(args.run_dir, args.sandbox, _judge(args), cache=not args.no_cache)
     if args.json:
         print(json.dumps(grades.to_json(), indent=2))
     else:
@@ -759,7 +759,7 @@ def _print_receipt(case: CaseSpec, receipt: Receipt) -> None:
               f"{receipt.device_seconds:.1f} grader device-seconds")  # fmt: skip
 
 
-def _grade_with_progress(run_dir: Path, sandbox: str, judge: Judge | None = None) -> RunGrades:
+def _grade_with_progress(run_dir: Path, sandbox: str, judge: Judge | None = None, *, cache: bool = True) -> RunGrades:
     with _progress(f"grading {run_dir}") as progress:
 
         def hook(revision: int, scenario: str, outcome: ScenarioOutcome | None) -> None:
@@ -768,7 +768,7 @@ def _grade_with_progress(run_dir: Path, sandbox: str, judge: Judge | None = None
             else:
                 progress.done(f"revision {revision} · {scenario}: {outcome.status} ({outcome.duration_s:.1f} s)")
 
-        return grade_run(run_dir, sandbox=sandbox, progress=hook, judge=judge)
+        return grade_run(run_dir, sandbox=sandbox, progress=hook, judge=judge, cache=cache)
 
 
 # -- qualify ----------------------------------------------------------------------------------

@@ -202,12 +202,14 @@ def grade_run(
     grader: Grader | None = None,
     progress: GradeProgress | None = None,
     judge: Judge | None = None,
+    cache: bool = True,
 ) -> RunGrades:
     """Grade every revision of the episode in ``run_dir`` (each distinct tree once), then find
-    its diagnosis milestones (statements judged by ``judge``, the rubric judge by default)."""
+    its diagnosis milestones (statements judged by ``judge``, the rubric judge by default);
+    ``cache=False`` grades every tree again, whatever receipts exist."""
     meta = json.loads((run_dir / "episode.json").read_text())
     case = episode_case(meta)
-    grader = grader or Grader(case, sandbox=sandbox)
+    grader = grader or Grader(case, sandbox=sandbox, cache=cache)
     events = read_events(run_dir / "ledger.jsonl")
     log = RevisionLog(run_dir)
     receipts: dict[str, Receipt] = {}

@@ -466,6 +466,14 @@ def test_a_conversation_yields_every_milestone_in_grade_json(
     said = [(e["kind"], e["text"][:20]) for e in read_events(run_dir / "ledger.jsonl") if e["event"] == "message"]
     assert said[:2] == [("reasoning", "The README is the sp"), ("message", "Reading the program ")]
     assert diagnosis["validation"]["jobs"] == 1 and diagnosis["validation"]["ranks"] == [2]
+    # grading a run directory again reuses its receipts; --no-cache grades every tree again
+    receipts = sorted((run_dir / "grades").glob("revision-*.json"))
+    created = [json.loads(p.read_text())["created"] for p in receipts]
+    for flags, regraded in (([], False), (["--no-cache"], True)):
+        subprocess.run([sys.executable, "-m", "gym_trainfail.cli", "grade", str(run_dir), "--sandbox", "bwrap", *flags],
+                       check=True, capture_output=True, text=True, timeout=300)  # fmt: skip
+        now = [json.loads(p.read_text())["created"] for p in receipts]
+        assert all((b > a) == regraded for a, b in zip(created, now, strict=True)), (flags, created, now)
 
 
 # -- the scripted study agent ---------------------------------------------------------------------
