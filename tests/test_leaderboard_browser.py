@@ -274,3 +274,27 @@ def test_the_compact_table_sorts_by_any_column(browser: tuple[DevTools, Path]) -
     cases = tools.evaluate(f"({SORT})(0, 1)")["cells"]
     assert [text for _, text in cases] == sorted(text for _, text in cases)
     assert _problems(tools.events) == []
+
+
+def test_the_committed_leaderboard_covers_every_case_and_its_figures_stay_legible(
+    browser: tuple[DevTools, Path],
+) -> None:
+    """The page committed under ``leaderboards/scripted`` (``make leaderboard``), not a synthetic
+    one: every registered case is on it, the study-traincheck agent too, and its real figures keep
+    every label apart."""
+    from gym_trainfail import registered_ids
+
+    tools, _ = browser
+    page = Path(__file__).resolve().parents[1] / "leaderboards" / "scripted" / "index.html"
+    tools.events.clear()
+    tools.send("Page.navigate", url=page.as_uri())
+    tools.wait_for("Page.loadEventFired")
+    tools.evaluate("document.fonts.ready.then(() => true)")
+    rows = tools.evaluate("Array.from(document.querySelector('section table.sortable').tBodies[0].rows, "
+                          "(r) => [r.cells[0].textContent, r.cells[2].textContent])")  # fmt: skip
+    assert {case for case, _ in rows} == {i.split("/")[-1] for i in registered_ids()}, "regenerate it: make leaderboard"
+    assert {agent for _, agent in rows} >= {"study", "study-traincheck", "reference", "noop"}
+    found = tools.evaluate(OVERLAPS)
+    assert found["figures"] >= 4 and found["texts"] > 100
+    assert found["overlaps"] == [] and found["outside"] == []
+    assert _problems(tools.events) == []

@@ -76,9 +76,9 @@ def bar_chart(chart: BarChart, palette: Palette) -> Figure:
     series = max((len(p.series) for p in chart.panels), default=1) or 1
     categories = max((len(p.categories) for p in chart.panels), default=1) or 1
     panel_height = categories * max(series * BAR_HEIGHT + 0.08, CATEGORY_MIN) + 0.6
-    legend_height = 0.25 * math.ceil(len(handles) / _legend_columns(handles)) + 0.3
-    figure = Figure(figsize=(7.0 if columns == 1 else 9.0, rows * panel_height + legend_height + 0.4),
-                    layout="constrained")  # fmt: skip
+    width = 7.0 if columns == 1 else 9.0
+    legend_height = 0.25 * math.ceil(len(handles) / _legend_columns(handles, width)) + 0.3
+    figure = Figure(figsize=(width, rows * panel_height + legend_height + 0.4), layout="constrained")
     axes = list(figure.subplots(rows, columns, sharey=True, squeeze=False).flat)
     for ax, panel in zip(axes, chart.panels, strict=False):
         _panel(ax, panel, chart, palette)
@@ -88,7 +88,7 @@ def bar_chart(chart: BarChart, palette: Palette) -> Figure:
         axes[0].set_xlabel(chart.axis)
     else:
         figure.supxlabel(chart.axis, fontsize=9)
-    figure.legend(handles=handles, loc="outside upper center", ncols=_legend_columns(handles))
+    figure.legend(handles=handles, loc="outside upper center", ncols=_legend_columns(handles, width))
     return figure
 
 
@@ -132,16 +132,26 @@ def _legend(chart: BarChart, palette: Palette) -> list[Artist]:
     return handles
 
 
-def _legend_columns(handles: Sequence[Artist]) -> int:
-    return max(1, min(3, len(handles)))
+#: Inches a legend entry takes besides its text (marker, padding), and per character of its text at
+#: the legend's font size (a generous average, so long labels never run past the figure's edge).
+_LEGEND_ENTRY_IN, _LEGEND_CHAR_IN = 0.55, 0.068
+
+
+def _legend_columns(handles: Sequence[Artist], width_in: float) -> int:
+    """Up to three columns, as many as fit the figure's width with its longest label."""
+    longest = max((len(str(h.get_label())) for h in handles), default=0)
+    fit = int(width_in // (_LEGEND_ENTRY_IN + _LEGEND_CHAR_IN * longest))
+    return max(1, min(3, len(handles), fit))
 
 
 def cost_chart(points: Sequence[Point], palette: Palette) -> Figure:
     """Mean adjusted seconds per episode against the share solved, per agent × arm, with both
     intervals; the Pareto front (cheaper and at least as successful) joined by a dashed line."""
     handles: list[Artist] = []
-    rows = math.ceil((len(points) + 1) / 3)
-    figure = Figure(figsize=(7.0, 4.2 + 0.25 * rows), layout="constrained")
+    width = 7.0
+    labels = [Line2D([], [], label=f"{p.agent} · {group_label(p.arm)} (n={p.n})") for p in points]
+    rows = math.ceil((len(points) + 1) / _legend_columns(labels, width))
+    figure = Figure(figsize=(width, 4.2 + 0.25 * rows), layout="constrained")
     ax = figure.add_subplot()
     for p in points:
         style = palette.style(p.agent, p.arm)
@@ -166,5 +176,5 @@ def cost_chart(points: Sequence[Point], palette: Palette) -> Figure:
     ax.set_ylim(-0.05, 1.05)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.grid(color="#e5e5e5", linewidth=0.6)
-    figure.legend(handles=handles, loc="outside upper center", ncols=_legend_columns(handles))
+    figure.legend(handles=handles, loc="outside upper center", ncols=_legend_columns(handles, width))
     return figure
