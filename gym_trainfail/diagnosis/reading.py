@@ -382,18 +382,7 @@ def assertions(
     supposed or reported) and that ``live`` accepts (not withdrawn later), as a span of the
     original statement; at most :data:`MAX_MATCHES` matches of a phrasing are read (bounded work
     on long or adversarial text)."""
-    found = []
-    for pattern in patterns:
-        for n, match in enumerate(pattern.finditer(view.text)):
-            if n >= MAX_MATCHES:
-                break
-            if match.end() == match.start():
-                continue
-            assertion = Assertion(*view.span(match.start(), match.end()))
-            if live(assertion) and _asserts(pattern, match, view, assertion, wrong=wrong):
-                found.append(assertion)
-                break
-    return sorted(found, key=lambda a: a.start)
+    return _first_per_phrasing(patterns, view, lambda p, m, at: live(at) and _asserts(p, m, view, at, wrong=wrong))
 
 
 def denials(
@@ -404,6 +393,19 @@ def denials(
     or marked false, and neither supposed, asked, one candidate among others, an earlier belief nor
     withdrawn later (``live``). A concept the mechanism entails but does not require is read this way:
     leaving it out is fine, denying it contradicts the mechanism."""
+    return _first_per_phrasing(
+        patterns, view, lambda p, m, at: live(at) and _reading(p, m, view, at, wrong=False) == "denied"
+    )
+
+
+def _first_per_phrasing(
+    patterns: Sequence[re.Pattern[str]],
+    view: View,
+    accept: Callable[[re.Pattern[str], re.Match[str], Assertion], bool],
+) -> list[Assertion]:
+    """Per phrasing, its first non-empty match in ``view`` that ``accept`` takes, as a span of the
+    original statement, in statement order; at most :data:`MAX_MATCHES` matches of a phrasing are
+    read (bounded work on long or adversarial text)."""
     found = []
     for pattern in patterns:
         for n, match in enumerate(pattern.finditer(view.text)):
@@ -412,7 +414,7 @@ def denials(
             if match.end() == match.start():
                 continue
             at = Assertion(*view.span(match.start(), match.end()))
-            if live(at) and _reading(pattern, match, view, at, wrong=False) == "denied":
+            if accept(pattern, match, at):
                 found.append(at)
                 break
     return sorted(found, key=lambda a: a.start)
