@@ -20,6 +20,7 @@ one-scenario verdicts is refused like a non-deterministic one.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -27,6 +28,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -179,6 +181,7 @@ def qualify(
     progress: Progress | None = None,
     judge: Judge | None = None,
     hints: Mapping[str, str] | None = None,
+    parallel: int = 2,
 ) -> Qualification:
     """Run the admission gate on ``case`` (its rubric's fixtures judged by ``judge``, the
     deterministic rubric judge by default).
@@ -186,7 +189,8 @@ def qualify(
     ``hints`` (``wrong:NAME``/``forgery:NAME`` -> scenario, e.g. from the case's admission
     record) name the scenario each wrong repair or forgery failed last time: it is graded alone
     first, and only when it does not fail is the variant graded in groups, fail-fast. A hint
-    orders work; it never stands in for a verdict."""
+    orders work; it never stands in for a verdict. Up to ``parallel`` hinted variants are graded at
+    once where the device pool has room (``parallel=1``: one at a time)."""
     started = time.monotonic()
     result = Qualification(case=case.id, profile=case.profile, forced_settings=forced_settings(case))
     result.problems.extend(leak_scan(case))
@@ -209,7 +213,10 @@ def qualify(
     if wrong_repairs:
         variants += [(f"wrong:{name}", "wrong", patch, grouped) for name, patch in case.wrong_repairs.items()]
         variants += [(f"forgery:{name}", "forgery", patch, grouped) for name, patch in case.forgeries.items()]
-    for label, kind, patch, grader in variants:
+
+    def grade(variant: tuple[str, str, Path | None, Grader], *, fallback: bool = True) -> VariantResult | None:
+        """The variant's result (``None`` when its hint did not fail it and ``fallback`` is off)."""
+        label, kind, patch, grader = variant
         if grader is not single:
             label += " (grouped)"
         hint = (hints or {}).get(label.split(" ")[0])
@@ -218,15 +225,51 @@ def qualify(
             receipt = _grade_variant(single, case, patch, label, progress, only=hint)
             receipt = receipt if receipt.status == "fail" else None
         if receipt is None:
+            if not fallback:
+                return None
             receipt = _grade_variant(
                 grader, case, patch, label, progress, stop_at_first_fail=kind in ("wrong", "forgery")
             )
-        result.variants.append(VariantResult(label, kind, receipt))
+        return VariantResult(label, kind, receipt)
+
+    # Hinted wrong repairs and forgeries are independent one-scenario gradings (each in sandboxes
+    # of its own, on leased devices): after the unmodified and reference gradings (which leave every
+    # scenario's oracle cached), they are graded ``parallel`` at a time where the device pool holds
+    # that many launches, so one's start-up and judge overlap another's run. A hint naming an
+    # ``alone`` scenario (judged on the host-timed duration of its run) is graded by itself.
+    together = [v for v in variants if _concurrent(case, v[0], hints)]
+    widest = max((_hint_devices(case, v[0], hints) for v in together), default=1)
+    workers = max(1, min(parallel, len(together), grouped.pool.size // widest))
+    # (one whose hint no longer fails it is graded on every scenario afterwards, by itself)
+    graded = {v[0]: grade(v) for v in variants if v[1] in ("unmodified", "reference")}
+    if workers > 1:
+        with ThreadPoolExecutor(workers, thread_name_prefix="qualify") as executor:
+            hinted = executor.map(functools.partial(grade, fallback=False), together)
+            graded |= dict(zip((v[0] for v in together), hinted, strict=True))
+    for variant in variants:
+        done = graded.get(variant[0]) or grade(variant)
+        assert done is not None  # with the fallback, every variant is graded
+        result.variants.append(done)
     result.problems.extend(_judge(case, result.variants))
     if grouped.pool.kind == "gpu":  # GPU runs must reproduce their numbers, not only their verdicts
         result.problems.extend(metric_drift([v for v in result.variants if v.kind == "unmodified"]))
     result.seconds = time.monotonic() - started
     return result
+
+
+def _concurrent(case: CaseSpec, label: str, hints: Mapping[str, str] | None) -> bool:
+    """Whether variant ``label`` is a wrong repair or forgery whose hint names a scenario that is
+    not ``alone`` (it may then be graded beside another)."""
+    hint = (hints or {}).get(label)
+    if not label.startswith(("wrong:", "forgery:")) or hint is None:
+        return False
+    return any(s.name == hint and not s.alone for s in case.scenarios)
+
+
+def _hint_devices(case: CaseSpec, label: str, hints: Mapping[str, str] | None) -> int:
+    """Devices the scenario hinted for ``label`` asks for."""
+    hint = (hints or {}).get(label)
+    return max((s.devices for s in case.scenarios if s.name == hint), default=1)
 
 
 def _grade_variant(

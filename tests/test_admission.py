@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -295,6 +296,53 @@ def test_qualify_writes_a_record_only_from_the_full_gate(
     _write_admission_record(full, case, result, {**digests, "case": "0" * 64})
     assert "the case changed while the case was being qualified" in capsys.readouterr().err
     assert record_path(case).read_bytes() == before
+
+
+@pytest.mark.slow
+def test_hinted_wrong_repairs_are_graded_side_by_side_in_order(
+    case_copy: Path, runtime: Runtime, bwrap_usable: None
+) -> None:
+    """Two hinted wrong repairs are graded at once (on the device pool's room), after the
+    unmodified and reference gradings; one whose hint does not fail it is graded on every
+    scenario afterwards, by itself; the results keep the variants' order."""
+    import threading
+
+    patches = case_copy / "grader" / "wrong_repairs"
+    shutil.copy(patches / "off-by-one-up.patch", patches / "same-again.patch")
+    case = load_case(case_copy)
+    seen: list[tuple[str, str, str]] = []
+    result = qualify(
+        case,
+        sandbox="bwrap",
+        repeats=1,
+        wrong_repairs=True,
+        hints={"wrong:off-by-one-up": "answer", "wrong:same-again": "runs"},
+        progress=lambda label, scenario, outcome: (
+            seen.append((threading.current_thread().name, label, scenario)) if outcome else None
+        ),
+    )
+    assert result.admitted, result.problems
+    assert [v.label.split(" ")[0] for v in result.variants] == [
+        "unmodified#1", "reference", "wrong:off-by-one-up", "wrong:same-again"
+    ]  # fmt: skip
+    assert [v.receipt.status for v in result.variants if v.kind == "wrong"] == ["fail", "fail"]
+    side = {label.split(" ")[0] for thread, label, _ in seen if thread.startswith("qualify")}
+    assert side == {"wrong:off-by-one-up", "wrong:same-again"}  # both hinted gradings ran in the pool
+    # the hint that did not fail ('runs' passes) was tried in the pool, then graded on every
+    # scenario (fail-fast) afterwards, by itself
+    again = [(thread.startswith("qualify"), scenario) for thread, label, scenario in seen if "same-again" in label]
+    assert again[0] == (True, "runs") and (False, "answer") in again[1:]
+    assert all(not pooled for pooled, _ in again[1:])
+    # one at a time when asked
+    serial: list[str] = []
+
+    def note(label: str, scenario: str, outcome: object) -> None:
+        if outcome:
+            serial.append(threading.current_thread().name)
+
+    hints = {"wrong:off-by-one-up": "answer", "wrong:same-again": "answer"}
+    qualify(case, sandbox="bwrap", repeats=1, wrong_repairs=True, parallel=1, hints=hints, progress=note)
+    assert serial and not any(name.startswith("qualify") for name in serial)
 
 
 def _qualify_args(extra: list[str]) -> argparse.Namespace:

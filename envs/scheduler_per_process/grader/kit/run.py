@@ -55,6 +55,10 @@ KIT = runkit.RunKit(
     PRELOAD,
     launch_env,
     read_requests,
+    # one scenario too is launched from the warm server: the imports (torch, DeepSpeed,
+    # megatron-core) dominate a one-scenario launch; qualification still compares one-scenario
+    # runs with groups
+    warm_alone=True,
 )
 
 if __name__ == "__main__":
