@@ -40,7 +40,7 @@ from gym_trainfail.cases import DEFAULT_PROFILE, CaseSpec
 from gym_trainfail.diagnosis.rubric import DIAGNOSIS_DIR
 from gym_trainfail.files import read_json_object, write_json
 from gym_trainfail.grading import GRADING_ARM
-from gym_trainfail.hashing import bytes_digest, file_digest, tree_digest
+from gym_trainfail.hashing import TOOL_LITTER, bytes_digest, file_digest, tree_digest
 from gym_trainfail.runtimes import lock_path, runtime_variant
 
 #: Bump when a record's layout or the meaning of a digest changes (every record is then stale).
@@ -90,7 +90,7 @@ def case_digest(case: CaseSpec) -> str:
     files = tree_digest(
         case.root,
         include=("case.toml", "workspace", "grader"),
-        exclude=("__pycache__", "*.pyc", f"grader/{DIAGNOSIS_DIR}"),
+        exclude=(*TOOL_LITTER, f"grader/{DIAGNOSIS_DIR}"),
     )
     table = json.dumps(scenario_table(case), sort_keys=True, default=str)
     return bytes_digest(f"files={files}\nprofile={case.profile}\nscenarios={table}".encode())

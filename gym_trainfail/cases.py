@@ -16,7 +16,7 @@ from typing import Any, Literal, NoReturn, cast
 
 from gym_trainfail.diagnosis.rubric import DIAGNOSIS_DIR, Rubric, load_rubric
 from gym_trainfail.errors import CaseDefinitionError, TrainFailError
-from gym_trainfail.hashing import tree_digest
+from gym_trainfail.hashing import TOOL_LITTER, tree_digest
 
 #: ``Namespace/Name-vN``, the Gymnasium id shape.
 CASE_ID_RE = re.compile(r"^(?P<namespace>[A-Za-z][A-Za-z0-9_]*)/(?P<name>[A-Za-z][A-Za-z0-9_]*)-v(?P<version>\d+)$")
@@ -260,13 +260,13 @@ class CaseSpec:
     def content_hash(self) -> str:
         """Digest of everything that defines the case's behaviour (case.toml, workspace, grader);
         the records the tools keep beside them (admission, TrainCheck reach) are not part of it."""
-        return tree_digest(self.root, include=("case.toml", "workspace", "grader"), exclude=("__pycache__", "*.pyc"))
+        return tree_digest(self.root, include=("case.toml", "workspace", "grader"), exclude=TOOL_LITTER)
 
     def grader_hash(self) -> str:
         """Digest of what decides a verdict: case.toml and the grader folder, less its diagnosis
         rubric (which measures how agents get there and never decides a verdict)."""
         return tree_digest(
-            self.root, include=("case.toml", "grader"), exclude=("__pycache__", "*.pyc", f"grader/{DIAGNOSIS_DIR}")
+            self.root, include=("case.toml", "grader"), exclude=(*TOOL_LITTER, f"grader/{DIAGNOSIS_DIR}")
         )
 
     def with_profile(self, name: str | None) -> CaseSpec:

@@ -51,6 +51,12 @@ MAX_TREE_DEPTH = 64
 ENTRY_OVERHEAD_BYTES = 256
 
 
+#: What tools leave beside sources (bytecode, linter and test caches, never tracked): never part of a
+#: content digest, so a record taken where someone ran ruff or pytest in a case folder still matches
+#: a clean clone.
+TOOL_LITTER = ("__pycache__", "*.pyc", ".ruff_cache", ".mypy_cache", ".pytest_cache")
+
+
 class TreeRefusedError(ValueError):
     """A tree a walk will not take (too deep, too many entries, too heavy); raised before any of
     its files is read."""

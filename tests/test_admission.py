@@ -126,6 +126,23 @@ def test_case_digest_does_not_depend_on_where_the_case_lives(recorded: CaseSpec,
     assert record_status(load_case(moved)).current
 
 
+def test_tool_caches_in_a_case_folder_leave_its_record_current(recorded: CaseSpec) -> None:
+    """ruff, mypy and pytest leave caches where they run; a clean clone has none of them."""
+    for litter in (
+        ".ruff_cache/0.9/123",
+        ".mypy_cache/3.11/x.json",
+        ".pytest_cache/v/cache/nodeids",
+        "__pycache__/a.pyc",
+    ):
+        path = recorded.grader_dir / "kit" / litter
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("cache")
+    assert record_status(recorded).current
+    # while a real file beside them is a change
+    (recorded.grader_dir / "kit" / "extra.py").write_text("x = 1\n")
+    assert record_status(load_case(recorded.root)).state == "stale"
+
+
 def test_harness_and_lock_changes_void_a_record(recorded: CaseSpec, monkeypatch: pytest.MonkeyPatch) -> None:
     files = admission.harness_files()
     assert "grading.py" in files and any(name.startswith("harnesslib/") for name in files)
