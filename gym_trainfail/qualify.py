@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gym_trainfail.cases import DEFAULT_PROFILE, CaseSpec
+from gym_trainfail.cases import DEFAULT_PROFILE, CaseSpec, Scenario
 from gym_trainfail.diagnosis.fixtures import FixtureCheck, check_fixtures
 from gym_trainfail.diagnosis.heldout import HeldoutCheck, check_heldout, load_heldout
 from gym_trainfail.diagnosis.judges import Judge, RubricJudge
@@ -238,7 +238,7 @@ def qualify(
     # that many launches, so one's start-up and judge overlap another's run. A hint naming an
     # ``alone`` scenario (judged on the host-timed duration of its run) is graded by itself.
     together = [v for v in variants if _concurrent(case, v[0], hints)]
-    widest = max((_hint_devices(case, v[0], hints) for v in together), default=1)
+    widest = max((s.devices for v in together if (s := _hinted(case, v[0], hints)) is not None), default=1)
     workers = max(1, min(parallel, len(together), grouped.pool.size // widest))
     # (one whose hint no longer fails it is graded on every scenario afterwards, by itself)
     graded = {v[0]: grade(v) for v in variants if v[1] in ("unmodified", "reference")}
@@ -257,19 +257,17 @@ def qualify(
     return result
 
 
+def _hinted(case: CaseSpec, label: str, hints: Mapping[str, str] | None) -> Scenario | None:
+    """The scenario the hint for variant ``label`` names, if it names one of the case's."""
+    hint = (hints or {}).get(label)
+    return next((s for s in case.scenarios if s.name == hint), None)
+
+
 def _concurrent(case: CaseSpec, label: str, hints: Mapping[str, str] | None) -> bool:
     """Whether variant ``label`` is a wrong repair or forgery whose hint names a scenario that is
     not ``alone`` (it may then be graded beside another)."""
-    hint = (hints or {}).get(label)
-    if not label.startswith(("wrong:", "forgery:")) or hint is None:
-        return False
-    return any(s.name == hint and not s.alone for s in case.scenarios)
-
-
-def _hint_devices(case: CaseSpec, label: str, hints: Mapping[str, str] | None) -> int:
-    """Devices the scenario hinted for ``label`` asks for."""
-    hint = (hints or {}).get(label)
-    return max((s.devices for s in case.scenarios if s.name == hint), default=1)
+    scenario = _hinted(case, label, hints)
+    return label.startswith(("wrong:", "forgery:")) and scenario is not None and not scenario.alone
 
 
 def _grade_variant(

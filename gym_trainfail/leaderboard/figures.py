@@ -77,7 +77,8 @@ def bar_chart(chart: BarChart, palette: Palette) -> Figure:
     categories = max((len(p.categories) for p in chart.panels), default=1) or 1
     panel_height = categories * max(series * BAR_HEIGHT + 0.08, CATEGORY_MIN) + 0.6
     width = 7.0 if columns == 1 else 9.0
-    legend_height = 0.25 * math.ceil(len(handles) / _legend_columns(handles, width)) + 0.3
+    ncols = _legend_columns(_labels(handles), width)
+    legend_height = 0.25 * math.ceil(len(handles) / ncols) + 0.3
     figure = Figure(figsize=(width, rows * panel_height + legend_height + 0.4), layout="constrained")
     axes = list(figure.subplots(rows, columns, sharey=True, squeeze=False).flat)
     for ax, panel in zip(axes, chart.panels, strict=False):
@@ -88,7 +89,7 @@ def bar_chart(chart: BarChart, palette: Palette) -> Figure:
         axes[0].set_xlabel(chart.axis)
     else:
         figure.supxlabel(chart.axis, fontsize=9)
-    figure.legend(handles=handles, loc="outside upper center", ncols=_legend_columns(handles, width))
+    figure.legend(handles=handles, loc="outside upper center", ncols=ncols)
     return figure
 
 
@@ -137,11 +138,15 @@ def _legend(chart: BarChart, palette: Palette) -> list[Artist]:
 _LEGEND_ENTRY_IN, _LEGEND_CHAR_IN = 0.55, 0.068
 
 
-def _legend_columns(handles: Sequence[Artist], width_in: float) -> int:
+def _labels(handles: Sequence[Artist]) -> list[str]:
+    return [str(h.get_label()) for h in handles]
+
+
+def _legend_columns(labels: Sequence[str], width_in: float) -> int:
     """Up to three columns, as many as fit the figure's width with its longest label."""
-    longest = max((len(str(h.get_label())) for h in handles), default=0)
+    longest = max((len(label) for label in labels), default=0)
     fit = int(width_in // (_LEGEND_ENTRY_IN + _LEGEND_CHAR_IN * longest))
-    return max(1, min(3, len(handles), fit))
+    return max(1, min(3, len(labels), fit))
 
 
 def cost_chart(points: Sequence[Point], palette: Palette) -> Figure:
@@ -149,11 +154,11 @@ def cost_chart(points: Sequence[Point], palette: Palette) -> Figure:
     intervals; the Pareto front (cheaper and at least as successful) joined by a dashed line."""
     handles: list[Artist] = []
     width = 7.0
-    labels = [Line2D([], [], label=f"{p.agent} · {group_label(p.arm)} (n={p.n})") for p in points]
+    labels = [f"{p.agent} · {group_label(p.arm)} (n={p.n})" for p in points]
     rows = math.ceil((len(points) + 1) / _legend_columns(labels, width))
     figure = Figure(figsize=(width, 4.2 + 0.25 * rows), layout="constrained")
     ax = figure.add_subplot()
-    for p in points:
+    for p, label in zip(points, labels, strict=True):
         style = palette.style(p.agent, p.arm)
         xerr = [[max(0.0, p.x - p.x_low)], [max(0.0, p.x_high - p.x)]]
         yerr = [[max(0.0, p.y - p.y_low)], [max(0.0, p.y_high - p.y)]]
@@ -163,7 +168,7 @@ def cost_chart(points: Sequence[Point], palette: Palette) -> Figure:
                     zorder=3 + 1 / size)  # fmt: skip
         handles.append(Line2D([], [], marker=style.marker, markersize=size, markerfacecolor=style.face,
                               markeredgecolor=style.edge, linestyle="none",
-                              label=f"{p.agent} · {group_label(p.arm)} (n={p.n})"))  # fmt: skip
+                              label=label))  # fmt: skip
     front = pareto_front(points)
     if len(front) > 1:
         (line,) = ax.plot([p.x for p in front], [p.y for p in front], linestyle="--", color="#888888", linewidth=1,
@@ -176,5 +181,5 @@ def cost_chart(points: Sequence[Point], palette: Palette) -> Figure:
     ax.set_ylim(-0.05, 1.05)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.grid(color="#e5e5e5", linewidth=0.6)
-    figure.legend(handles=handles, loc="outside upper center", ncols=_legend_columns(handles, width))
+    figure.legend(handles=handles, loc="outside upper center", ncols=_legend_columns(_labels(handles), width))
     return figure
