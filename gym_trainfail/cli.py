@@ -273,6 +273,8 @@ def _parser() -> argparse.ArgumentParser:
         help="also grade the case's wrong repairs and forgeries (the full gate); an admitted case's record "
         "(admission.json beside it) is rewritten",
     )
+    p.add_argument("--parallel", type=int, default=2, help="gradings at once where the device pool has room "
+                   "(default 2; 1: one at a time; 'alone' scenarios are always graded by themselves)")  # fmt: skip
     p.add_argument("--out", type=Path, help="also write the result as JSON here")
     p.add_argument("--diagnosis-only", action="store_true", help="only the diagnosis rubric: its fixtures and the "
                    "held-out statements' precision and recall (no training run)")  # fmt: skip
@@ -807,6 +809,8 @@ def _qualify_one(args: argparse.Namespace, case: CaseSpec) -> int:
     if getattr(args, "diagnosis_only", False):
         return _qualify_diagnosis_only(args, case, judge)
     _check_sandbox(args.sandbox)
+    if args.parallel < 1:
+        raise TrainFailError(f"--parallel must be at least 1 (1 grades one variant at a time), got {args.parallel}")
     _ensure_runtime("control")
     # What the verdicts are about, taken before any is made: a record is written only if the case,
     # its runtime lock and the harness are still the same when the gate ends.
@@ -824,7 +828,7 @@ def _qualify_one(args: argparse.Namespace, case: CaseSpec) -> int:
                 progress.done(f"{variant:<22} {scenario:<24} {outcome.status:<5} {outcome.duration_s:6.1f} s")
 
         result = qualify(case, sandbox=args.sandbox, repeats=args.repeats, wrong_repairs=args.wrong_repairs,
-                         progress=hook, judge=judge, hints=hints)  # fmt: skip
+                         progress=hook, judge=judge, hints=hints, parallel=args.parallel)  # fmt: skip
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result.to_json(), indent=2, default=str))

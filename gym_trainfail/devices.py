@@ -213,14 +213,25 @@ class DevicePool:
             )
         queued_at = time.time()
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while True:
-            held = self._try_acquire(count)
-            if held is not None:
-                devices, handles = held
-                return Lease(devices=devices, queued_at=queued_at, started_at=time.time(), _handles=handles)
+
+        def wait() -> None:
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(f"{count} devices did not become free within {timeout_s:.0f} s")
             time.sleep(_POLL_S)
+
+        # One request at a time is at the head of the queue (it holds the pool's queue lock) and
+        # takes devices as they free up; later requests wait behind it, so a wide request is never
+        # starved by narrow ones taking each device as it frees up.
+        with (self.root / "queue.lock").open("w") as queue:
+            while not _try_flock(queue):
+                wait()
+            try:
+                while (held := self._try_acquire(count)) is None:
+                    wait()
+            finally:
+                fcntl.flock(queue, fcntl.LOCK_UN)
+        devices, handles = held
+        return Lease(devices=devices, queued_at=queued_at, started_at=time.time(), _handles=handles)
 
     def _try_acquire(self, count: int) -> tuple[tuple[Device, ...], list[IO[str]]] | None:
         handles: list[IO[str]] = []
@@ -249,3 +260,12 @@ class DevicePool:
             yield held
         finally:
             held.release()
+
+
+def _try_flock(handle: IO[str]) -> bool:
+    """Take an exclusive lock on ``handle`` if no one holds it."""
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True

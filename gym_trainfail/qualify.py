@@ -27,9 +27,9 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,10 @@ class VariantResult:
     label: str
     kind: str  # "unmodified" | "reference" | "wrong" | "forgery"
     receipt: Receipt
+
+
+#: A graded variant of the workspace: (label, kind, patch or None, the grader that grades it).
+Variant = tuple[str, str, Path | None, Grader]
 
 
 @dataclass
@@ -189,8 +193,10 @@ def qualify(
     ``hints`` (``wrong:NAME``/``forgery:NAME`` -> scenario, e.g. from the case's admission
     record) name the scenario each wrong repair or forgery failed last time: it is graded alone
     first, and only when it does not fail is the variant graded in groups, fail-fast. A hint
-    orders work; it never stands in for a verdict. Up to ``parallel`` hinted variants are graded at
-    once where the device pool has room (``parallel=1``: one at a time)."""
+    orders work; it never stands in for a verdict. Up to ``parallel`` gradings run at once on the
+    device pool's room (the unmodified and reference gradings on their scenarios not marked
+    ``alone``, then the hinted variants); ``alone`` scenarios are graded by themselves
+    (``parallel=1``: one at a time)."""
     started = time.monotonic()
     result = Qualification(case=case.id, profile=case.profile, forced_settings=forced_settings(case))
     result.problems.extend(leak_scan(case))
@@ -204,7 +210,7 @@ def qualify(
     single = Grader(case, sandbox=sandbox, cache=False, group_scenarios=False)
     grouped = Grader(case, sandbox=sandbox, cache=False)
     # (label, kind, patch, grader); a wrong repair needs one failing scenario, not its whole table
-    variants: list[tuple[str, str, Path | None, Grader]] = [
+    variants: list[Variant] = [
         (f"unmodified#{i + 1}", "unmodified", None, grouped if i % 2 else single) for i in range(repeats)
     ]
     # The reference is graded the way episodes are (in scenario groups); single launches and
@@ -214,47 +220,79 @@ def qualify(
         variants += [(f"wrong:{name}", "wrong", patch, grouped) for name, patch in case.wrong_repairs.items()]
         variants += [(f"forgery:{name}", "forgery", patch, grouped) for name, patch in case.forgeries.items()]
 
-    def grade(variant: tuple[str, str, Path | None, Grader], *, fallback: bool = True) -> VariantResult | None:
-        """The variant's result (``None`` when its hint did not fail it and ``fallback`` is off)."""
+    def shown(variant: Variant) -> str:
+        return variant[0] if variant[3] is single else f"{variant[0]} (grouped)"
+
+    def grade(variant: Variant, *, fallback: bool = True, hinted: bool = True) -> VariantResult | None:
+        """The variant's result (``None`` when its hint did not fail it and ``fallback`` is off;
+        ``hinted=False``: its hint was tried already)."""
         label, kind, patch, grader = variant
-        if grader is not single:
-            label += " (grouped)"
-        hint = (hints or {}).get(label.split(" ")[0])
+        hint = (hints or {}).get(label) if hinted else None
         receipt = None
         if kind in ("wrong", "forgery") and hint in {s.name for s in case.scenarios}:
-            receipt = _grade_variant(single, case, patch, label, progress, only=hint)
+            receipt = _grade_variant(single, case, patch, shown(variant), progress, scenarios=[case.scenario(hint)])
             receipt = receipt if receipt.status == "fail" else None
         if receipt is None:
             if not fallback:
                 return None
             receipt = _grade_variant(
-                grader, case, patch, label, progress, stop_at_first_fail=kind in ("wrong", "forgery")
+                grader, case, patch, shown(variant), progress, stop_at_first_fail=kind in ("wrong", "forgery")
             )
-        return VariantResult(label, kind, receipt)
+        return VariantResult(shown(variant), kind, receipt)
 
-    # Hinted wrong repairs and forgeries are independent one-scenario gradings (each in sandboxes
-    # of its own, on leased devices): after the unmodified and reference gradings (which leave every
-    # scenario's oracle cached), they are graded ``parallel`` at a time where the device pool holds
-    # that many launches, so one's start-up and judge overlap another's run. A hint naming an
-    # ``alone`` scenario (judged on the host-timed duration of its run) is graded by itself.
+    def grade_part(variant: Variant, scenarios: tuple[Scenario, ...]) -> Receipt:
+        return _grade_variant(variant[3], case, variant[2], shown(variant), progress, scenarios=scenarios)
+
+    # Everything that may share the machine is graded ``parallel`` at a time (each grading in
+    # sandboxes of its own, on leased devices: one's start-up, judge and rank waits overlap
+    # another's run; the device pool makes a wide launch wait for room): the unmodified and
+    # reference gradings on every scenario not marked ``alone``, then the hinted wrong repairs and
+    # forgeries (one scenario each). Oracles are computed once whoever asks first (a lock file).
+    # Then, by themselves: the ``alone`` scenarios of those gradings (their judges read the
+    # host-timed duration of the run, which a neighbour would stretch), and every variant whose
+    # hint names an ``alone`` scenario, names none, or no longer fails it.
+    baseline = [v for v in variants if v[1] in ("unmodified", "reference")]
+    alone = tuple(s for s in case.scenarios if s.alone)
+    shared = tuple(s for s in case.scenarios if not s.alone)
     together = [v for v in variants if _concurrent(case, v[0], hints)]
-    widest = max((s.devices for v in together if (s := _hinted(case, v[0], hints)) is not None), default=1)
-    workers = max(1, min(parallel, len(together), grouped.pool.size // widest))
-    # (one whose hint no longer fails it is graded on every scenario afterwards, by itself)
-    graded = {v[0]: grade(v) for v in variants if v[1] in ("unmodified", "reference")}
+    jobs: dict[str, Callable[[], Receipt | VariantResult | None]] = {
+        **{v[0]: functools.partial(grade_part, v, shared) for v in baseline if shared},
+        **{v[0]: functools.partial(grade, v, fallback=False) for v in together},
+    }
+    workers = max(1, min(parallel, len(jobs), grouped.pool.size))
     if workers > 1:
         with ThreadPoolExecutor(workers, thread_name_prefix="qualify") as executor:
-            hinted = executor.map(functools.partial(grade, fallback=False), together)
-            graded |= dict(zip((v[0] for v in together), hinted, strict=True))
+            done = dict(zip(jobs, executor.map(lambda job: job(), jobs.values()), strict=True))
+    else:
+        done = {label: job() for label, job in jobs.items()}
+    graded = {label: r for label, r in done.items() if not isinstance(r, Receipt)}
+    for variant in baseline:
+        parts = [r] if isinstance(r := done.get(variant[0]), Receipt) else []
+        if alone:
+            parts.append(grade_part(variant, alone))
+        graded[variant[0]] = VariantResult(shown(variant), variant[1], _joined(case, parts))
     for variant in variants:
-        done = graded.get(variant[0]) or grade(variant)
-        assert done is not None  # with the fallback, every variant is graded
-        result.variants.append(done)
+        result_of = graded.get(variant[0]) or grade(variant, hinted=variant[0] not in graded)
+        assert result_of is not None  # with the fallback, every variant is graded
+        result.variants.append(result_of)
     result.problems.extend(_judge(case, result.variants))
     if grouped.pool.kind == "gpu":  # GPU runs must reproduce their numbers, not only their verdicts
         result.problems.extend(metric_drift([v for v in result.variants if v.kind == "unmodified"]))
     result.seconds = time.monotonic() - started
     return result
+
+
+def _joined(case: CaseSpec, parts: list[Receipt]) -> Receipt:
+    """One receipt for a revision graded in parts (each on some of the case's scenarios), its
+    outcomes in the case's scenario order."""
+    by_name = {o.scenario: o for part in parts for o in part.outcomes}
+    return replace(
+        parts[0],
+        outcomes=tuple(by_name[s.name] for s in case.scenarios if s.name in by_name),
+        created=min(part.created for part in parts),
+        duration_s=sum(part.duration_s for part in parts),
+        partial=any(part.partial for part in parts),
+    )
 
 
 def _hinted(case: CaseSpec, label: str, hints: Mapping[str, str] | None) -> Scenario | None:
@@ -278,7 +316,7 @@ def _grade_variant(
     progress: Progress | None,
     *,
     stop_at_first_fail: bool = False,
-    only: str | None = None,
+    scenarios: Sequence[Scenario] | None = None,
 ) -> Receipt:
     with tempfile.TemporaryDirectory(prefix="trainfail-qualify-") as scratch:
         workspace = Path(scratch) / "workspace"
@@ -286,7 +324,6 @@ def _grade_variant(
         if patch is not None:
             apply_patch(workspace, patch)
         hook = (lambda name, outcome: progress(label, name, outcome)) if progress else None
-        scenarios = [case.scenario(only)] if only is not None else None
         return grader.grade_dir(workspace, scenarios=scenarios, progress=hook, stop_at_first_fail=stop_at_first_fail)
 
 

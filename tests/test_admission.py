@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import shutil
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -319,8 +320,8 @@ def test_qualify_writes_a_record_only_from_the_full_gate(
 def test_hinted_wrong_repairs_are_graded_side_by_side_in_order(
     case_copy: Path, runtime: Runtime, bwrap_usable: None
 ) -> None:
-    """Two hinted wrong repairs are graded at once (on the device pool's room), after the
-    unmodified and reference gradings; one whose hint does not fail it is graded on every
+    """The unmodified and reference gradings, then two hinted wrong repairs, are graded two at
+    a time (on the device pool's room); one whose hint does not fail it is graded on every
     scenario afterwards, by itself; the results keep the variants' order."""
     import threading
 
@@ -344,7 +345,8 @@ def test_hinted_wrong_repairs_are_graded_side_by_side_in_order(
     ]  # fmt: skip
     assert [v.receipt.status for v in result.variants if v.kind == "wrong"] == ["fail", "fail"]
     side = {label.split(" ")[0] for thread, label, _ in seen if thread.startswith("qualify")}
-    assert side == {"wrong:off-by-one-up", "wrong:same-again"}  # both hinted gradings ran in the pool
+    # every grading but the fallback ran in the pool
+    assert side == {"unmodified#1", "reference", "wrong:off-by-one-up", "wrong:same-again"}
     # the hint that did not fail ('runs' passes) was tried in the pool, then graded on every
     # scenario (fail-fast) afterwards, by itself
     again = [(thread.startswith("qualify"), scenario) for thread, label, scenario in seen if "same-again" in label]
@@ -360,6 +362,43 @@ def test_hinted_wrong_repairs_are_graded_side_by_side_in_order(
     hints = {"wrong:off-by-one-up": "answer", "wrong:same-again": "answer"}
     qualify(case, sandbox="bwrap", repeats=1, wrong_repairs=True, parallel=1, hints=hints, progress=note)
     assert serial and not any(name.startswith("qualify") for name in serial)
+
+
+@pytest.mark.slow
+def test_alone_scenarios_are_graded_by_themselves(case_copy: Path, runtime: Runtime, bwrap_usable: None) -> None:
+    """A scenario marked ``alone`` (its judge may read the host-timed duration of its run) is
+    graded while no other grading runs, for every variant; the other scenarios of the unmodified
+    and reference gradings are graded side by side; each variant's receipt has every scenario,
+    in the case's order."""
+    import threading
+
+    scenarios = case_copy / "grader" / "scenarios.toml"
+    scenarios.write_text(scenarios.read_text().replace('name = "answer"', 'name = "answer"\nalone = true'))
+    case = load_case(case_copy)
+    assert [s.name for s in case.scenarios if s.alone] == ["answer"]
+    lock = threading.Lock()
+    running: dict[tuple[str, str], float] = {}
+    spans: list[tuple[str, str, str, float, float]] = []  # (thread, label, scenario, start, end)
+
+    def note(label: str, scenario: str, outcome: object) -> None:
+        with lock:
+            key = (label, scenario)
+            if outcome is None:
+                running[key] = time.monotonic()
+            else:
+                spans.append((threading.current_thread().name, label, scenario, running.pop(key), time.monotonic()))
+
+    result = qualify(case, sandbox="bwrap", repeats=2, wrong_repairs=True, progress=note)
+    assert result.admitted, result.problems
+    for variant in result.variants[:3]:
+        assert [o.scenario for o in variant.receipt.outcomes] == ["runs", "answer"]
+    alone = [span for span in spans if span[2] == "answer"]
+    assert {label.split(" ")[0] for _, label, _, _, _ in alone} >= {"unmodified#1", "unmodified#2", "reference"}
+    for _, label, _, start, end in alone:
+        others = [o for o in spans if o[1:3] != (label, "answer") and o[3] < end and start < o[4]]
+        assert not others, f"{label}/answer was graded beside {others}"
+    pooled = {span[1].split(" ")[0] for span in spans if span[2] == "runs" and span[0].startswith("qualify")}
+    assert pooled == {"unmodified#1", "unmodified#2", "reference"}
 
 
 def _qualify_args(extra: list[str]) -> argparse.Namespace:

@@ -56,6 +56,16 @@ def test_unknown_sandbox_is_refused_before_a_runtime_build(
     assert not (empty_home / "runtimes").exists(), "no runtime build may start before the arguments are checked"
 
 
+def test_qualify_refuses_no_parallelism_before_a_runtime_build(
+    empty_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = cli.main(["qualify", CASE, "--parallel", "0", "--sandbox", "bwrap"])
+    line = one_error_line(capsys.readouterr().err)
+    assert status == 1
+    assert line == "error: --parallel must be at least 1 (1 grades one variant at a time), got 0"
+    assert not (empty_home / "runtimes").exists()
+
+
 @pytest.mark.parametrize(
     "argv",
     [

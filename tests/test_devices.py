@@ -37,6 +37,48 @@ def test_busy_pool_times_out_then_frees(tmp_path: Path) -> None:
     assert len(pool.acquire(2, timeout_s=1).devices) == 2
 
 
+def test_a_wide_request_is_not_starved_by_narrow_ones(tmp_path: Path) -> None:
+    """A request for the whole pool waits at the head of the queue: a narrow request made after
+    it waits behind it, though devices it could take are free."""
+    import threading
+
+    pool = DevicePool("cpu", 4, root=tmp_path)
+    order: list[str] = []
+
+    def take(name: str, count: int) -> None:
+        with pool.lease(count, timeout_s=30):
+            order.append(name)
+            time.sleep(0.1)
+
+    held = pool.acquire(2)  # two of four busy
+    wide = threading.Thread(target=take, args=("wide", 4))
+    wide.start()
+    time.sleep(0.3)  # the wide request is queued
+    narrow = threading.Thread(target=take, args=("narrow", 2))
+    narrow.start()
+    time.sleep(0.3)
+    assert order == []  # two devices are free, but the narrow request waits behind the wide one
+    held.release()
+    wide.join(30)
+    narrow.join(30)
+    assert order == ["wide", "narrow"]
+
+
+def test_a_request_queued_behind_another_times_out(tmp_path: Path) -> None:
+    import threading
+
+    pool = DevicePool("cpu", 2, root=tmp_path)
+    held = pool.acquire(2)
+    waiting = threading.Thread(target=lambda: pool.acquire(2, timeout_s=30).release())
+    waiting.start()
+    time.sleep(0.2)
+    with pytest.raises(TimeoutError, match="1 devices did not become free within 0 s"):
+        pool.acquire(1, timeout_s=0.2)
+    held.release()
+    waiting.join(30)
+    assert not waiting.is_alive()
+
+
 def _hold(root: str, seconds: float, ready: multiprocessing.synchronize.Event) -> None:
     pool = DevicePool("cpu", 2, root=Path(root))
     with pool.lease(2):

@@ -8,9 +8,10 @@ copy of the workspace with the update observer injected, and leaves under ``OUT/
 what the judge reads (``tokkit/layout.py``): the observer's rank records, the model the pipeline
 saved, the end of the job log, ``job.json`` and ``timings.json``.
 
-Several scenarios are launched through one warm launcher (torch and Transformers imported once);
-if it cannot start, or dies, the remaining scenarios get a cold ``torchrun`` each. One scenario
-alone always gets a cold ``torchrun``.
+Every scenario, one alone too, is launched through one warm launcher (torch and Transformers
+imported once: the imports dominate a one-scenario launch); if it cannot start, or dies, the
+remaining scenarios get a cold ``torchrun`` each. Qualification still compares one-scenario
+runs with groups.
 
 This phase is untrusted: the revision's code runs beside it with the same powers. It decides
 nothing; its exit code and everything it writes are data for the judge.
@@ -159,8 +160,8 @@ def run_scenario(
 
 
 def start_launcher(scenarios: list[Scenario], root: Path) -> WarmLauncher | None:
-    """A warm launcher for a group, or None (cold launches) when it cannot start."""
-    if len(scenarios) < 2:
+    """A warm launcher for the scenarios, or None (cold launches) when there are none or it cannot start."""
+    if not scenarios:
         return None
     try:
         return WarmLauncher(PRELOAD, launcher_env(scenarios[0].backend), root / "launcher.log")

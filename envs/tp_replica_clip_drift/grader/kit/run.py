@@ -15,8 +15,8 @@ and leaves under ``OUT/<scenario>/``:
 * ``job.log``: the last 200 KB of the job's combined output;
 * ``timings.json``: how the launch ended (exit code, time-out) and how long each part took.
 
-A group of scenarios shares one warm launcher (torch, DeepSpeed and megatron-core imported
-once); a single scenario, or any scenario after the warm launcher failed, gets a fresh
+Every launch, a single scenario's too, is forked from one warm launcher (torch, DeepSpeed and
+megatron-core imported once); any scenario after the warm launcher failed gets a fresh
 ``torchrun``. The protocol's scaffolding is the harness library's ``runkit.py``.
 """
 from __future__ import annotations

@@ -15,8 +15,8 @@ pin every setting the judge's reference depends on (``pipeline.py``), and leaves
 * ``job.log``: the last 200 KB of the job's combined output;
 * ``timings.json``: how the launch ended (exit code, time-out) and how long each part took.
 
-A group of scenarios shares one warm launcher (torch and DeepSpeed imported once); a single
-scenario, or any scenario after the warm launcher failed, gets a fresh ``torchrun``. The
+Every launch, a single scenario's too, is forked from one warm launcher (torch and DeepSpeed
+imported once); any scenario after the warm launcher failed gets a fresh ``torchrun``. The
 protocol's scaffolding is the harness library's ``runkit.py``.
 """
 from __future__ import annotations
