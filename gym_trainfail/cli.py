@@ -791,20 +791,24 @@ def _qualify_all(args: argparse.Namespace) -> int:
     registry = default_registry()
     for folder, reason in registry.refused.items():  # still an error at the end: that case has no record
         err.print(escape(f"refused, not qualified: {folder}: {reason}"), highlight=False, soft_wrap=True)
-    summary: list[tuple[str, bool, float]] = []
+    summary: list[tuple[str, int, str, float]] = []
     for case in registry:
         if args.profile not in (None, DEFAULT_PROFILE, *case.profiles):
             err.print(escape(f"{case.id} has no profile {args.profile!r}: skipped"), highlight=False)
             continue
         started = time.monotonic()
-        code = _qualify_one(args, case.with_profile(args.profile))
-        summary.append((case.id, code == 0, time.monotonic() - started))
-    for case_id, admitted, seconds in summary:
-        out.print(escape(f"{case_id:<40} {'admitted' if admitted else 'REFUSED':<9} {seconds:6.0f} s"), highlight=False)
-    return 0 if all(admitted for _, admitted, _ in summary) and not registry.refused else 1
+        states: list[str] = []
+        code = _qualify_one(args, case.with_profile(args.profile), states)
+        summary.append((case.id, code, states[0] if states else ("done" if code == 0 else "REFUSED"),
+                        time.monotonic() - started))  # fmt: skip
+    for case_id, _, state, seconds in summary:
+        out.print(escape(f"{case_id:<40} {state:<28} {seconds:6.0f} s"), highlight=False)
+    return 0 if all(code == 0 for _, code, _, _ in summary) and not registry.refused else 1
 
 
-def _qualify_one(args: argparse.Namespace, case: CaseSpec) -> int:
+def _qualify_one(args: argparse.Namespace, case: CaseSpec, states: list[str] | None = None) -> int:
+    """One case's gate (exit status 1 when its verdicts or its diagnosis rubric are refused);
+    ``states`` gets a word on which."""
     judge = _judge(args)
     if getattr(args, "diagnosis_only", False):
         return _qualify_diagnosis_only(args, case, judge)
@@ -837,6 +841,9 @@ def _qualify_one(args: argparse.Namespace, case: CaseSpec) -> int:
     else:
         _print_qualification(case, result)
     _write_admission_record(args, case, result, digests)
+    if states is not None:
+        rubric = "" if result.rubric_admitted else ", rubric refused"
+        states.append(f"admitted{rubric}" if result.admitted else "REFUSED")
     return 0 if result.admitted and result.rubric_admitted else 1
 
 

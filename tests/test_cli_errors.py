@@ -190,3 +190,30 @@ def test_a_missing_extra_names_it(tmp_path: Path) -> None:
     line = one_error_line(result.stderr)
     assert line == "error: the 'openai' agent needs openai, which is not installed; pip install 'gym-trainfail[agents]'"
     assert not (home / "runtimes").exists()
+
+
+def test_qualify_all_says_which_gate_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`make qualify`'s summary tells a case whose rubric is refused (verdicts admitted, record
+    written) from one whose verdicts are refused; either makes the exit status 1."""
+    from gym_trainfail.registry import default_registry
+
+    ids = default_registry().ids()
+    states = {ids[0]: (1, "admitted, rubric refused"), ids[1]: (1, "REFUSED")}
+
+    def fake(args: object, case: object, found: list[str] | None = None) -> int:
+        code, state = states.get(case.id, (0, "admitted"))  # type: ignore[attr-defined]
+        assert found is not None
+        found.append(state)
+        return code
+
+    monkeypatch.setattr(cli, "_qualify_one", fake)
+    assert cli.main(["qualify", "--all", "--wrong-repairs", "--sandbox", "bwrap"]) == 1
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.startswith("TrainFail/")}
+    assert "admitted, rubric refused" in lines[ids[0]] and "REFUSED" not in lines[ids[0]]
+    assert "REFUSED" in lines[ids[1]]
+    assert all(" admitted " in lines[i] for i in ids[2:])
+    states.clear()
+    capsys.readouterr()
+    assert cli.main(["qualify", "--all", "--wrong-repairs", "--sandbox", "bwrap"]) == 0
