@@ -227,10 +227,10 @@ def qualify(
         """The variant's result (``None`` when its hint did not fail it and ``fallback`` is off;
         ``hinted=False``: its hint was tried already)."""
         label, kind, patch, grader = variant
-        hint = (hints or {}).get(label) if hinted else None
+        hint = _hinted(case, label, hints) if hinted else None
         receipt = None
-        if kind in ("wrong", "forgery") and hint in {s.name for s in case.scenarios}:
-            receipt = _grade_variant(single, case, patch, shown(variant), progress, scenarios=[case.scenario(hint)])
+        if kind in ("wrong", "forgery") and hint is not None:
+            receipt = _grade_variant(single, case, patch, shown(variant), progress, scenarios=[hint])
             receipt = receipt if receipt.status == "fail" else None
         if receipt is None:
             if not fallback:
