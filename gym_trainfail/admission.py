@@ -41,6 +41,7 @@ from gym_trainfail.diagnosis.rubric import DIAGNOSIS_DIR
 from gym_trainfail.files import read_json_object, write_json
 from gym_trainfail.grading import GRADING_ARM
 from gym_trainfail.hashing import TOOL_LITTER, bytes_digest, file_digest, tree_digest
+from gym_trainfail.qualify import RETRIED_OUT
 from gym_trainfail.runtimes import lock_path, runtime_variant
 
 #: Bump when a record's layout or the meaning of a digest changes (every record is then stale).
@@ -248,8 +249,8 @@ def _text(value: Any) -> str:
 
 
 def _status(value: Any) -> str:
-    if value not in ("pass", "fail", "error"):
-        raise RecordError(f"expected a verdict (pass, fail, error), found {str(value)[:40]!r}")
+    if value not in ("pass", "fail", "error", "unknown"):
+        raise RecordError(f"expected a verdict (pass, fail, error, unknown), found {str(value)[:40]!r}")
     return str(value)
 
 
@@ -271,19 +272,32 @@ def load_record(case: CaseSpec) -> Record | None:
     return parse_record(data)
 
 
+def _verdict(outcome: Mapping[str, Any]) -> str:
+    """A scenario's verdict in a record: its status, or ``unknown`` for a scenario whose judge
+    answered ``retry`` on every attempt (``error`` to the gym: never a pass)."""
+    status, reason = str(outcome["status"]), str(outcome.get("reason", ""))
+    return "unknown" if status == "error" and reason.startswith(RETRIED_OUT) else status
+
+
+def _variant_verdicts(variant: Mapping[str, Any]) -> VariantVerdicts:
+    scenarios = {name: _verdict(o) for name, o in variant["scenarios"].items()}
+    status = str(variant["status"])
+    unpassed = {v for v in scenarios.values() if v != "pass"}
+    if status == "error" and unpassed == {"unknown"}:
+        status = "unknown"
+    return VariantVerdicts(
+        label=str(variant["label"]),
+        kind=str(variant["kind"]),
+        status=status,
+        scenarios=scenarios,
+        seconds=float(variant["seconds"]),
+    )
+
+
 def record_from_qualification(case: CaseSpec, result: Any, *, sandbox: str, repeats: int) -> Record:
     """The record of an admitted full qualification (``result``: a ``Qualification``)."""
     data = result.to_json()
-    variants = tuple(
-        VariantVerdicts(
-            label=str(v["label"]),
-            kind=str(v["kind"]),
-            status=str(v["status"]),
-            scenarios={name: str(o["status"]) for name, o in v["scenarios"].items()},
-            seconds=float(v["seconds"]),
-        )
-        for v in data["variants"]
-    )
+    variants = tuple(_variant_verdicts(v) for v in data["variants"])
     files = harness_files()
     variant = runtime_variant()
     return Record(
@@ -336,7 +350,8 @@ def verdict_problems(case: CaseSpec, record: Record) -> list[str]:
     """Where the record's verdict table does not admit the case by the gate's rules: every
     scenario graded on each repeat of the unmodified workspace with the verdict its kind
     expects, at least two repeats, the reference passing every scenario, every shipped wrong
-    repair and forgery present and failing."""
+    repair and forgery present and failing (a forgery may instead be ``unknown``: every scenario
+    it did not pass was left unjudged by its judge's retries; see ``qualify``)."""
     problems = []
     expected = {s.name: ("pass" if s.kind == "healthy" else "fail") for s in case.scenarios}
     unmodified = record.verdicts("unmodified")
@@ -355,7 +370,10 @@ def verdict_problems(case: CaseSpec, record: Record) -> list[str]:
         if missing:
             problems.append(f"{kind} {missing} not graded")
         for name, v in graded.items():
-            if v.status != "fail" or "fail" not in v.scenarios.values():
+            failed = v.status == "fail" and "fail" in v.scenarios.values()
+            unpassed = {s for s in v.scenarios.values() if s != "pass"}
+            unknown = kind == "forgery" and v.status == "unknown" and unpassed == {"unknown"}
+            if not (failed or unknown):
                 problems.append(f"{kind} {name} was not rejected ({v.status})")
     return problems
 
@@ -427,14 +445,16 @@ def record_status(case: CaseSpec) -> RecordStatus:
 
 
 def failing_hints(record: Record | None) -> dict[str, str]:
-    """For each wrong repair and forgery of a record (by label), the first scenario it failed:
-    where a fail-fast re-qualification starts. Only an order, never a verdict."""
+    """For each wrong repair and forgery of a record (by label), the first scenario it failed
+    (a forgery rejected as unknown: the first scenario left unknown): where a fail-fast
+    re-qualification starts. Only an order, never a verdict."""
     if record is None:
         return {}
     hints = {}
     for v in record.variants:
         if v.kind in ("wrong", "forgery"):
-            failed = [name for name, status in v.scenarios.items() if status == "fail"]
+            wanted = "unknown" if v.status == "unknown" else "fail"
+            failed = [name for name, status in v.scenarios.items() if status == wanted]
             if failed:
                 hints[v.label.split(" ")[0]] = failed[0]
     return hints

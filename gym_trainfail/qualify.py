@@ -16,6 +16,13 @@ it never refuses the case's verdicts, which a rubric cannot change (rewards neve
 Every other repeat of the unmodified workspace and the wrong repairs are graded in scenario
 groups, the rest one scenario per run: a case whose grouped verdicts differ from its
 one-scenario verdicts is refused like a non-deterministic one.
+
+A forgery is rejected when it fails a scenario, or when its judge asked for a retry on every
+attempt of a scenario it did not pass (it forged an infrastructure flake, such as gloo's exit
+abort, that only the host could tell from a real one): such a scenario is *unknown*
+(``error``), which is never a pass, and the gym records it as such in episodes too. Every other
+scenario left without a verdict (a judge that crashed, wrote nothing, or answered nonsense) is
+a problem for every variant, forgeries included, and a wrong repair must fail on its merits.
 """
 
 from __future__ import annotations
@@ -44,6 +51,9 @@ from gym_trainfail.hashing import walk_tree
 from gym_trainfail.tools import tool_specs
 
 CANARY_RE = re.compile(r"TRAINFAIL-CANARY-[0-9a-f]{32}")
+#: How the grading harness begins the reason of a scenario whose judge answered ``retry`` (on
+#: its last attempt, once the retries were spent). A test grades such a forgery end to end.
+RETRIED_OUT = "not judged (retry)"
 #: The heading of the forced-settings section in ``grader/README.md``.
 FORCED_HEADING = "Forced settings"
 
@@ -231,7 +241,7 @@ def qualify(
         receipt = None
         if kind in ("wrong", "forgery") and hint is not None:
             receipt = _grade_variant(single, case, patch, shown(variant), progress, scenarios=[hint])
-            receipt = receipt if receipt.status == "fail" else None
+            receipt = receipt if rejected(kind, receipt) else None
         if receipt is None:
             if not fallback:
                 return None
@@ -327,13 +337,27 @@ def _grade_variant(
         return grader.grade_dir(workspace, scenarios=scenarios, progress=hook, stop_at_first_fail=stop_at_first_fail)
 
 
+def retried_out(outcome: ScenarioOutcome) -> bool:
+    """Whether the scenario is unknown because its judge answered ``retry`` on every attempt."""
+    return outcome.status == "error" and outcome.reason.startswith(RETRIED_OUT)
+
+
+def rejected(kind: str, receipt: Receipt) -> bool:
+    """Whether a wrong repair (``kind`` ``wrong``) or forgery is rejected by ``receipt``: it
+    fails a scenario, or (a forgery) every scenario it did not pass is unknown by retries."""
+    if receipt.status == "fail":
+        return True
+    unpassed = [o for o in receipt.outcomes if o.status != "pass"]
+    return kind == "forgery" and bool(unpassed) and all(retried_out(o) for o in unpassed)
+
+
 def _judge(case: CaseSpec, variants: list[VariantResult]) -> list[str]:
     problems = []
     expected = {s.name: ("pass" if s.kind == "healthy" else "fail") for s in case.scenarios}
     unmodified = [v for v in variants if v.kind == "unmodified"]
     for variant in variants:
         for outcome in variant.receipt.outcomes:
-            if outcome.status == "error":
+            if outcome.status == "error" and not (variant.kind == "forgery" and retried_out(outcome)):
                 problems.append(f"{variant.label}/{outcome.scenario}: not judged: {outcome.reason}")
     for variant in unmodified:
         for outcome in variant.receipt.outcomes:

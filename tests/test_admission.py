@@ -43,7 +43,8 @@ def test_every_registered_case_has_a_current_admission_record(case_id: str) -> N
 
 
 def _verdicts(label: str, kind: str, scenarios: dict[str, str]) -> VariantVerdicts:
-    status = "fail" if "fail" in scenarios.values() else "pass"
+    unpassed = set(scenarios.values()) - {"pass"}
+    status = "fail" if "fail" in unpassed else "unknown" if unpassed == {"unknown"} else "pass"
     return VariantVerdicts(label=label, kind=kind, status=status, scenarios=scenarios, seconds=1.0)
 
 
@@ -221,6 +222,10 @@ def test_a_record_whose_table_does_not_admit_the_case_is_invalid(recorded: CaseS
             good, variants=(*good.variants[:3], _verdicts("wrong:off-by-one-up", "wrong", {"answer": "pass"}))
         ),
         "wrong repair missing": replace(good, variants=good.variants[:3]),
+        # only a forgery may be rejected as unknown (its judge retried out): a wrong repair must fail
+        "wrong repair unknown": replace(
+            good, variants=(*good.variants[:3], _verdicts("wrong:off-by-one-up", "wrong", {"answer": "unknown"}))
+        ),
         "one repeat": replace(good, variants=good.variants[1:]),
         "reference fails": replace(
             good,
@@ -259,6 +264,9 @@ def test_compare_verdicts_and_hints() -> None:
     )
     assert compare_verdicts(case_like, case_like) == []
     assert failing_hints(case_like) == {"wrong:x": "b", "forgery:y": "b"}
+    unknown = replace(case_like, variants=(*case_like.variants, _verdicts("forgery:z", "forgery", {"a": "unknown"})))
+    assert failing_hints(unknown)["forgery:z"] == "a"
+    assert any(p.startswith("forgery:z:") for p in compare_verdicts(unknown, case_like))
     assert failing_hints(None) == {}
     flipped = replace(
         case_like,
@@ -314,6 +322,59 @@ def test_qualify_writes_a_record_only_from_the_full_gate(
     _write_admission_record(full, case, result, {**digests, "case": "0" * 64})
     assert "the case changed while the case was being qualified" in capsys.readouterr().err
     assert record_path(case).read_bytes() == before
+
+
+RETRYING_JUDGE = """
+    if record is not None and "ABORT" in record["stdout"]:
+        return {"status": "retry", "reason": "a bare exit abort before the outputs were complete"}
+    if record is not None and "CRASH" in record["stdout"]:
+        raise RuntimeError("a judge that breaks on what the run printed")
+"""
+
+
+def _printing(answer: str) -> str:
+    """A patch of the echo workspace that makes report.py print ``answer``."""
+    return (
+        '--- a/report.py\n+++ b/report.py\n@@ -1,6 +1,6 @@\n """Prints the answer."""\n \n'
+        f'-ANSWER = 41\n+ANSWER = {answer!r}\n \n if __name__ == "__main__":\n     print(ANSWER)\n'
+    )
+
+
+@pytest.mark.slow
+def test_a_forgery_is_rejected_as_unknown_only_when_its_judge_retries_out(
+    case_copy: Path, runtime: Runtime, bwrap_usable: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A forgery that fakes an infrastructure flake (its judge answers ``retry`` on every
+    attempt) is rejected as unknown, recorded so, and re-qualified from that hint; a forgery
+    that crashes the judge, and a wrong repair that the judge retries out, are problems."""
+    judge = case_copy / "grader" / "judge.py"
+    text = judge.read_text()
+    anchor = '    value = record["stdout"].strip()\n'
+    judge.write_text(text.replace(anchor, RETRYING_JUDGE.lstrip("\n") + anchor))
+    forgeries = case_copy / "grader" / "forgeries"
+    forgeries.mkdir()
+    (forgeries / "fake-abort.patch").write_text(_printing("ABORT"))
+    case = load_case(case_copy)
+    assert main(["qualify", str(case_copy), "--sandbox", "bwrap", "--wrong-repairs"]) == 0, capsys.readouterr().err
+    record = load_record(case)
+    assert record is not None and record_status(case).current
+    (forged,) = record.verdicts("forgery")
+    assert forged.status == "unknown" and forged.scenarios == {"runs": "unknown", "answer": "unknown"}
+    hints = failing_hints(record)
+    assert hints["forgery:fake-abort"] == "answer"
+    again = qualify(case, sandbox="bwrap", repeats=2, wrong_repairs=True, hints=hints)
+    assert again.admitted, again.problems
+    receipt = next(v.receipt for v in again.variants if v.kind == "forgery")
+    assert receipt.status == "error" and [o.scenario for o in receipt.outcomes] == ["answer"]
+    assert receipt.outcomes[0].attempts == 3  # the grader's retries were spent first
+    # a judge that crashes is a problem even for a forgery; a wrong repair must fail on its merits
+    (forgeries / "breaks-judge.patch").write_text(_printing("CRASH"))
+    shutil.copy(forgeries / "fake-abort.patch", case_copy / "grader" / "wrong_repairs" / "aborts.patch")
+    broken = qualify(load_case(case_copy), sandbox="bwrap", repeats=2, wrong_repairs=True, hints=hints)
+    assert not broken.admitted
+    assert any(p.startswith("forgery:breaks-judge") and "not judged" in p for p in broken.problems), broken.problems
+    assert any(p.startswith("wrong:aborts") and "not judged (retry)" in p for p in broken.problems), broken.problems
+    assert not any(p.startswith("forgery:fake-abort") for p in broken.problems)
 
 
 @pytest.mark.slow

@@ -1,8 +1,8 @@
 """Launching the workspace pipeline the way its README documents.
 
-Single scenarios run a fresh ``torchrun --standalone -m surrogate.train``; groups fork their
-ranks from the warm launcher of the gym's harness library (``warm_launch.py``), which is
-mounted at ``/harnesslib`` in grading sandboxes. Outside the gym, point
+The grader forks every launch's ranks from the warm launcher of the gym's harness library
+(``warm_launch.py``, mounted at ``/harnesslib`` in grading sandboxes); without one (a run after
+the warm launcher failed) a fresh ``torchrun --standalone -m surrogate.train`` runs them. Outside the gym, point
 ``$TRAINFAIL_HARNESSLIB`` at ``gym_trainfail/harnesslib``; a run from a clone of the gym
 repository finds it on its own.
 """
@@ -100,7 +100,7 @@ def run_pipeline(sc: Scenario, workspace: Path, args: list[str], log_path: Path,
                  launcher: Any | None = None) -> RunResult:
     """Run the job to completion or until the scenario's timeout, killing its whole group.
 
-    With a ``launcher`` (a ``WarmLauncher``, for scenario groups) the ranks are forked from
+    With a ``launcher`` (a ``WarmLauncher``) the ranks are forked from
     its warm server instead of a fresh ``torchrun``; same module, arguments and rank
     environment.
     """
