@@ -41,7 +41,7 @@ from gym_trainfail.diagnosis.rubric import DIAGNOSIS_DIR
 from gym_trainfail.files import read_json_object, write_json
 from gym_trainfail.grading import GRADING_ARM
 from gym_trainfail.hashing import TOOL_LITTER, bytes_digest, file_digest, tree_digest
-from gym_trainfail.qualify import RETRIED_OUT
+from gym_trainfail.qualify import retried_out
 from gym_trainfail.runtimes import lock_path, runtime_variant
 
 #: Bump when a record's layout or the meaning of a digest changes (every record is then stale).
@@ -275,8 +275,8 @@ def load_record(case: CaseSpec) -> Record | None:
 def _verdict(outcome: Mapping[str, Any]) -> str:
     """A scenario's verdict in a record: its status, or ``unknown`` for a scenario whose judge
     answered ``retry`` on every attempt (``error`` to the gym: never a pass)."""
-    status, reason = str(outcome["status"]), str(outcome.get("reason", ""))
-    return "unknown" if status == "error" and reason.startswith(RETRIED_OUT) else status
+    status = str(outcome["status"])
+    return "unknown" if retried_out(status, str(outcome.get("reason", ""))) else status
 
 
 def _variant_verdicts(variant: Mapping[str, Any]) -> VariantVerdicts:

@@ -337,9 +337,10 @@ def _grade_variant(
         return grader.grade_dir(workspace, scenarios=scenarios, progress=hook, stop_at_first_fail=stop_at_first_fail)
 
 
-def retried_out(outcome: ScenarioOutcome) -> bool:
-    """Whether the scenario is unknown because its judge answered ``retry`` on every attempt."""
-    return outcome.status == "error" and outcome.reason.startswith(RETRIED_OUT)
+def retried_out(status: str, reason: str) -> bool:
+    """Whether a scenario graded ``status`` for ``reason`` is unknown because its judge answered
+    ``retry`` on every attempt (read from an outcome, or from a qualification's JSON)."""
+    return status == "error" and reason.startswith(RETRIED_OUT)
 
 
 def rejected(kind: str, receipt: Receipt) -> bool:
@@ -348,7 +349,7 @@ def rejected(kind: str, receipt: Receipt) -> bool:
     if receipt.status == "fail":
         return True
     unpassed = [o for o in receipt.outcomes if o.status != "pass"]
-    return kind == "forgery" and bool(unpassed) and all(retried_out(o) for o in unpassed)
+    return kind == "forgery" and bool(unpassed) and all(retried_out(o.status, o.reason) for o in unpassed)
 
 
 def _judge(case: CaseSpec, variants: list[VariantResult]) -> list[str]:
@@ -357,7 +358,8 @@ def _judge(case: CaseSpec, variants: list[VariantResult]) -> list[str]:
     unmodified = [v for v in variants if v.kind == "unmodified"]
     for variant in variants:
         for outcome in variant.receipt.outcomes:
-            if outcome.status == "error" and not (variant.kind == "forgery" and retried_out(outcome)):
+            unknown = variant.kind == "forgery" and retried_out(outcome.status, outcome.reason)
+            if outcome.status == "error" and not unknown:
                 problems.append(f"{variant.label}/{outcome.scenario}: not judged: {outcome.reason}")
     for variant in unmodified:
         for outcome in variant.receipt.outcomes:
