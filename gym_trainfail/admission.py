@@ -41,11 +41,14 @@ from gym_trainfail.diagnosis.rubric import DIAGNOSIS_DIR
 from gym_trainfail.files import read_json_object, write_json
 from gym_trainfail.grading import GRADING_ARM
 from gym_trainfail.hashing import TOOL_LITTER, bytes_digest, file_digest, tree_digest
+from gym_trainfail.promises import check_promises
+from gym_trainfail.promises import to_json as promises_json
 from gym_trainfail.qualify import retried_out
 from gym_trainfail.runtimes import lock_path, runtime_variant
 
 #: Bump when a record's layout or the meaning of a digest changes (every record is then stale).
-SCHEMA = 1
+#: 2: records hold the case's promise table (``grader/promises.toml``).
+SCHEMA = 2
 RECORD_FILE = "admission.json"
 #: The TrainCheck-reach record another tool keeps beside the case (not part of the case digest).
 TRAINCHECK_REACH_FILE = "traincheck-reach.json"
@@ -56,7 +59,9 @@ REFRESH_ALL = "make qualify"
 #: Bound on a record file read back (records are a few tens of kilobytes).
 MAX_RECORD_BYTES = 4 << 20
 #: Keys of a qualification's JSON that are not diagnosis figures.
-_VERDICT_KEYS = frozenset({"case", "profile", "admitted", "problems", "seconds", "forced_settings", "variants"})
+_VERDICT_KEYS = frozenset(
+    {"case", "profile", "admitted", "problems", "seconds", "forced_settings", "promises", "variants"}
+)
 
 State = Literal["current", "stale", "missing", "invalid"]
 PACKAGE_DIR = Path(gym_trainfail.__file__).resolve().parent
@@ -168,6 +173,8 @@ class Record:
     runtime: dict[str, str] = field(default_factory=dict)
     host: dict[str, Any] = field(default_factory=dict)
     diagnosis: dict[str, Any] = field(default_factory=dict)
+    #: The promise table the case was admitted with (:func:`gym_trainfail.promises.to_json`).
+    promises: tuple[dict[str, Any], ...] = ()
 
     def verdict_part(self) -> dict[str, Any]:
         """What ``verdict_digest`` covers: everything but the diagnosis figures."""
@@ -184,6 +191,7 @@ class Record:
             "harness_files": self.harness_files,
             "runtime": self.runtime,
             "host": self.host,
+            "promises": list(self.promises),
         }
 
     def verdict_digest(self) -> str:
@@ -232,6 +240,7 @@ def parse_record(data: Mapping[str, Any]) -> Record:
             runtime={_text(k): _text(v) for k, v in _mapping(data.get("runtime", {})).items()},
             host=dict(_mapping(data.get("host", {}))),
             diagnosis=dict(_mapping(data.get("diagnosis", {}))),
+            promises=tuple(_promise(p) for p in data["promises"]),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         if isinstance(exc, RecordError):
@@ -252,6 +261,25 @@ def _status(value: Any) -> str:
     if value not in ("pass", "fail", "error", "unknown"):
         raise RecordError(f"expected a verdict (pass, fail, error, unknown), found {str(value)[:40]!r}")
     return str(value)
+
+
+def _promise(value: Any) -> dict[str, Any]:
+    """One promise of a record's table, checked against the shape ``promises.to_json`` writes."""
+    entry = _mapping(value)
+    classes = [_mapping(c) for c in entry["classes"]]
+    if not isinstance(entry["gpu"], bool) or not all(isinstance(c["shipped"], bool) for c in classes):
+        raise RecordError("a promise's gpu and shipped flags must be booleans")
+    return {
+        "name": _text(entry["name"]),
+        "dimension": _text(entry["dimension"]),
+        "readme": _text(entry["readme"]),
+        "shipped": _text(entry["shipped"]),
+        "gpu": entry["gpu"],
+        "classes": [
+            {"name": _text(c["name"]), "shipped": c["shipped"], "scenarios": [_text(s) for s in c["scenarios"]]}
+            for c in classes
+        ],
+    }
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -317,6 +345,7 @@ def record_from_qualification(case: CaseSpec, result: Any, *, sandbox: str, repe
         runtime={"lock": lock_path(get_arm(GRADING_ARM), variant).name, "variant": variant},
         host={"sandbox": sandbox, "cpus": os.cpu_count() or 0, "python": platform.python_version()},
         diagnosis=_diagnosis_figures(data),
+        promises=tuple(data["promises"]),
     )
 
 
@@ -351,8 +380,13 @@ def verdict_problems(case: CaseSpec, record: Record) -> list[str]:
     scenario graded on each repeat of the unmodified workspace with the verdict its kind
     expects, at least two repeats, the reference passing every scenario, every shipped wrong
     repair and forgery present and failing (a forgery may instead be ``unknown``: every scenario
-    it did not pass was left unjudged by its judge's retries; see ``qualify``)."""
+    it did not pass was left unjudged by its judge's retries; see ``qualify``), and the case's
+    promise table, every class covered, as the record holds it."""
     problems = []
+    promises, uncovered = check_promises(case)
+    problems.extend(f"promise table: {problem}" for problem in uncovered)
+    if list(record.promises) != promises_json(promises):
+        problems.append("its promise table is not the case's (grader/promises.toml)")
     expected = {s.name: ("pass" if s.kind == "healthy" else "fail") for s in case.scenarios}
     unmodified = record.verdicts("unmodified")
     if len(unmodified) < 2:

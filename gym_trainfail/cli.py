@@ -914,6 +914,10 @@ def _print_qualification(case: CaseSpec, result: Qualification) -> None:
     if result.forced_settings:
         out.print("\nsettings the grader forces away from the shipped config (grader/README.md):\n")
         out.print(escape(result.forced_settings), highlight=False)
+    if result.promise_table:
+        out.print("\nwhat the workspace README promises, and the scenarios covering each class "
+                  "(grader/promises.toml):\n")  # fmt: skip
+        out.print(escape(result.promise_table), highlight=False)
     out.print(_rubric_line(result.rubric))
     if result.rubric is not None:
         out.print(escape(summary_line(result.heldout)), highlight=False)

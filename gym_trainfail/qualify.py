@@ -48,6 +48,8 @@ from gym_trainfail.errors import CaseDefinitionError
 from gym_trainfail.files import apply_patch
 from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome
 from gym_trainfail.hashing import walk_tree
+from gym_trainfail.promises import check_promises, markdown
+from gym_trainfail.promises import to_json as promises_json
 from gym_trainfail.tools import tool_specs
 
 CANARY_RE = re.compile(r"TRAINFAIL-CANARY-[0-9a-f]{32}")
@@ -106,6 +108,9 @@ class Qualification:
     seconds: float = 0.0
     #: The grader's forced-settings table (``grader/README.md``), as Markdown.
     forced_settings: str = ""
+    #: The promise table (``grader/promises.toml``) as a record keeps it, and as Markdown.
+    promises: list[dict[str, Any]] = field(default_factory=list)
+    promise_table: str = ""
     #: The diagnosis rubric's fixtures as the judge classified them (``None``: no rubric).
     rubric: FixtureCheck | None = None
     #: The held-out statements as the deterministic judge classified them (``None``: no set).
@@ -131,6 +136,7 @@ class Qualification:
             "diagnosis_problems": self.diagnosis_problems,
             "seconds": round(self.seconds, 1),
             "forced_settings": self.forced_settings,
+            "promises": self.promises,
             "rubric": self.rubric.to_json() if self.rubric is not None else None,
             "heldout": self.heldout.to_json() if self.heldout is not None else None,
             "variants": [
@@ -209,14 +215,12 @@ def qualify(
     (``parallel=1``: one at a time)."""
     started = time.monotonic()
     result = Qualification(case=case.id, profile=case.profile, forced_settings=forced_settings(case))
-    result.problems.extend(leak_scan(case))
+    result.problems.extend(static_problems(case, result))
     qualify_diagnosis(case, result, judge)
-    if not result.forced_settings:
-        result.problems.append(
-            f"the grader lists no forced settings: add a '{FORCED_HEADING}' section with a table to grader/README.md "
-            "(every setting the grader forces away from the shipped config or README, and the scenario that covers "
-            "the shipped value or why the objective cannot depend on it)"
-        )
+    if result.problems:
+        # Nothing a grading run shows can admit a case its static checks refuse: say so in seconds.
+        result.seconds = time.monotonic() - started
+        return result
     single = Grader(case, sandbox=sandbox, cache=False, group_scenarios=False)
     grouped = Grader(case, sandbox=sandbox, cache=False)
     # (label, kind, patch, grader); a wrong repair needs one failing scenario, not its whole table
@@ -290,6 +294,24 @@ def qualify(
         result.problems.extend(metric_drift([v for v in result.variants if v.kind == "unmodified"]))
     result.seconds = time.monotonic() - started
     return result
+
+
+def static_problems(case: CaseSpec, result: Qualification) -> list[str]:
+    """The checks that need no grading run (and fill ``result``'s tables): no canary where the
+    agent or the run phase can look, a forced-settings table, and a promise table whose every
+    class is covered by scenarios (``grader/promises.toml``, :mod:`gym_trainfail.promises`)."""
+    problems = leak_scan(case)
+    if not result.forced_settings:
+        problems.append(
+            f"the grader lists no forced settings: add a '{FORCED_HEADING}' section with a table to grader/README.md "
+            "(every setting the grader forces away from the shipped config or README, and the scenario that covers "
+            "the shipped value or why the objective cannot depend on it)"
+        )
+    promises, promise_problems = check_promises(case)
+    result.promises = promises_json(promises)
+    result.promise_table = markdown(promises, case) if promises else ""
+    problems.extend(f"promise table: {problem}" for problem in promise_problems)
+    return problems
 
 
 def _joined(case: CaseSpec, parts: list[Receipt]) -> Receipt:

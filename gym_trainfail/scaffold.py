@@ -262,6 +262,28 @@ that covers the shipped value (or why the objective cannot depend on it).
 | ranks | `$NPROC` (2) | 1 and 2 | `equal-shards` (1), `two-ranks` (2) |
 """
 
+_PROMISES = """\
+# Private: every dimension the workspace README promises to hold across, its value classes, and
+# the scenarios covering each (docs/case-authoring.md, "Promise table"). Qualification refuses a
+# class no scenario covers, and a promise covered only at its shipped value.
+[[promise]]
+name = "ranks"
+dimension = "the number of ranks, whatever amount of data each holds"
+readme = "the mean of every sample on every rank"
+shipped = "2 ranks ($NPROC), holding different amounts of data"
+
+[[promise.class]]
+name = "one rank"
+scenarios = ["equal-shards"]
+where = {{ world_size = 1 }}
+
+[[promise.class]]
+name = "two ranks holding different amounts of data"
+shipped = true
+scenarios = ["two-ranks"]
+where = {{ world_size = 2 }}
+"""
+
 #: The reference repair of the scaffold: sum and count across ranks, then divide.
 _REPAIR = (
     "    local_mean = samples.mean()\n    dist.all_reduce(local_mean)\n    global_mean = local_mean / world\n",
@@ -311,6 +333,7 @@ def scaffold_case(name: str, parent: Path, namespace: str = "TrainFail") -> Case
         "workspace/run.sh": _RUN_SH,
         "workspace/train.py": _TRAIN_PY.format(),
         "grader/scenarios.toml": _SCENARIOS,
+        "grader/promises.toml": _PROMISES.format(),
         "grader/kit/run.py": _KIT_RUN.format(case_id=case_id),
         "grader/judge.py": _JUDGE.format(case_id=case_id, canary=canary),
         "grader/README.md": _GRADER_README.format(case_id=case_id),
