@@ -60,7 +60,7 @@ REFRESH_ALL = "make qualify"
 MAX_RECORD_BYTES = 4 << 20
 #: Keys of a qualification's JSON that are not diagnosis figures.
 _VERDICT_KEYS = frozenset(
-    {"case", "profile", "admitted", "problems", "seconds", "forced_settings", "promises", "variants"}
+    {"case", "profile", "admitted", "problems", "seconds", "forced_settings", "promises", "margins", "variants"}
 )
 
 State = Literal["current", "stale", "missing", "invalid"]
@@ -382,7 +382,7 @@ def verdict_problems(case: CaseSpec, record: Record) -> list[str]:
     repair and forgery present and failing (a forgery may instead be ``unknown``: every scenario
     it did not pass was left unjudged by its judge's retries; see ``qualify``), and the case's
     promise table, every class covered, as the record holds it."""
-    problems = []
+    problems: list[str] = []
     promises, uncovered = check_promises(case)
     problems.extend(f"promise table: {problem}" for problem in uncovered)
     if list(record.promises) != promises_json(promises):

@@ -33,6 +33,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from gym_trainfail import demo
 from gym_trainfail.admission import (
     REFRESH_ALL,
     RecordError,
@@ -80,7 +81,7 @@ from gym_trainfail.files import apply_patch
 from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome
 from gym_trainfail.hashing import TreeRefusedError
 from gym_trainfail.leaderboard import render_leaderboard
-from gym_trainfail.qualify import Qualification, qualify, qualify_diagnosis
+from gym_trainfail.qualify import Qualification, margins, qualify, qualify_diagnosis
 from gym_trainfail.reach.command import cmd_reach, print_reach, reach_json, reach_options
 from gym_trainfail.registry import Registry, default_registry, resolve_case
 from gym_trainfail.revisions import RevisionLog
@@ -914,6 +915,14 @@ def _print_qualification(case: CaseSpec, result: Qualification) -> None:
     if result.forced_settings:
         out.print("\nsettings the grader forces away from the shipped config (grader/README.md):\n")
         out.print(escape(result.forced_settings), highlight=False)
+    measured = [m for m in margins(result.variants) if m.healthy_worst is not None or m.failing_best is not None]
+    if measured:
+        out.print("\nmeasured figures: worst where the pipeline is right (reference, healthy scenarios), best where "
+                  "it is not (unmodified, failure scenarios); tolerances go between:")  # fmt: skip
+        for m in measured:
+            worst = "—" if m.healthy_worst is None else f"{m.healthy_worst:.3g}"
+            best = "—" if m.failing_best is None else f"{m.failing_best:.3g}"
+            out.print(f"  {escape(m.metric)}: right ≤ {worst}, wrong ≥ {best}", highlight=False)
     if result.promise_table:
         out.print("\nwhat the workspace README promises, and the scenarios covering each class "
                   "(grader/promises.toml):\n")  # fmt: skip
@@ -1083,27 +1092,45 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """``trainfail demo``: see :mod:`gym_trainfail.demo` (the phases and their times)."""
     case = resolve_case(args.case)
     _check_sandbox(args.sandbox)
-    _ensure_runtime("control")
+    clock = demo.PhaseClock()
+    with clock.phase("runtime") as phase, _progress("the control runtime") as progress:
+        _, phase.note = demo.ensure_demo_runtime("control", progress.both)
     results: list[EpisodeResult] = []
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    for agent_name in ("reference", "noop"):
-        agent = load_agent(agent_name)
-        run_dir = args.out / f"{stamp}-{agent_name}"
-        with _progress(f"{agent_name} agent playing {case.id} (sandbox {args.sandbox}); grading takes minutes"):
-            started = time.monotonic()
-            results.append(run_episode(agent, case=case, sandbox=args.sandbox, run_dir=run_dir))
-        err.print(
-            escape(f"  {agent_name}: reward {results[-1].reward:.0f} in {time.monotonic() - started:.0f} s → {run_dir}")
-        )
-    grades = [_grade_with_progress(r.run_dir, args.sandbox) for r in results]
+    with clock.phase("episodes") as phase:
+        for agent_name in ("reference", "noop"):
+            agent = load_agent(agent_name)
+            run_dir = args.out / f"{stamp}-{agent_name}"
+            with _progress(f"{agent_name} agent playing {case.id} (sandbox {args.sandbox}); grading takes minutes"):
+                started = time.monotonic()
+                results.append(run_episode(agent, case=case, sandbox=args.sandbox, run_dir=run_dir))
+            err.print(
+                escape(
+                    f"  {agent_name}: reward {results[-1].reward:.0f} in {time.monotonic() - started:.0f} s → {run_dir}"
+                )
+            )
+        grades = [_grade_with_progress(r.run_dir, args.sandbox) for r in results]
+        phase.note = f"reference and noop on {case.id}, graded ({args.sandbox})"
     if args.json:
         print(json.dumps([_episode_json(r) | {"grades": g.to_json()} for r, g in zip(results, grades, strict=True)],
                          indent=2))  # fmt: skip
+        err.print(escape("  ".join(f"{p.name} {demo.format_seconds(p.seconds)}" for p in clock.table())))
         return 0
     _print_episodes(results, grades)
+    _print_phases(clock.table())
     return 0
+
+
+def _print_phases(phases: list[demo.Phase]) -> None:
+    table = Table(title="where the time went")
+    for column in ("phase", "time", "how"):
+        table.add_column(column)
+    for p in phases:
+        table.add_row(escape(p.name), demo.format_seconds(p.seconds), escape(p.note))
+    out.print(table)
 
 
 def _episode_json(result: EpisodeResult) -> dict[str, Any]:

@@ -78,6 +78,8 @@ MAX_METRICS_BYTES = 20_000
 #: Support code for harnesses (``gym_trainfail/harnesslib``), mounted read-only in grading sandboxes.
 HARNESSLIB_DIR = Path(__file__).resolve().parent / "harnesslib"
 HARNESSLIB_MOUNT = "/harnesslib"
+#: What every grading phase gets: the harness library on its path (``import runkit``, ``judgekit``).
+HARNESS_ENV = {"PYTHONPATH": HARNESSLIB_MOUNT, "TRAINFAIL_HARNESSLIB": HARNESSLIB_MOUNT}
 
 
 @functools.cache
@@ -717,8 +719,12 @@ class Grader:
         sandbox = create_sandbox(self.sandbox, config)
         try:
             devices = lease.devices if lease else ()
-            # GPU runs are made reproducible (bitwise/zero-tolerance comparisons rely on it).
-            env = DETERMINISTIC_GPU_ENV if any(d.kind == "gpu" for d in devices) else None
+            # The harness library is importable by every phase's entry point (a run kit keeps it off
+            # the training ranks' path); GPU runs are made reproducible (bitwise/zero-tolerance
+            # comparisons rely on it).
+            env = dict(HARNESS_ENV)
+            if any(d.kind == "gpu" for d in devices):
+                env.update(DETERMINISTIC_GPU_ENV)
             result = sandbox.exec(list(argv), timeout_s=timeout_s, devices=devices, env=env)
         finally:
             sandbox.close()

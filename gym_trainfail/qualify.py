@@ -137,6 +137,7 @@ class Qualification:
             "seconds": round(self.seconds, 1),
             "forced_settings": self.forced_settings,
             "promises": self.promises,
+            "margins": [vars(m) for m in margins(self.variants)],
             "rubric": self.rubric.to_json() if self.rubric is not None else None,
             "heldout": self.heldout.to_json() if self.heldout is not None else None,
             "variants": [
@@ -425,6 +426,40 @@ def numeric_metrics(metrics: Any, prefix: str = "") -> dict[str, float]:
     elif isinstance(metrics, (int, float)) and not isinstance(metrics, bool):
         found[prefix] = float(metrics)
     return found
+
+
+@dataclass(frozen=True)
+class Margin:
+    """One measured quantity across a qualification: its worst value where the pipeline is right
+    (the reference everywhere, the unmodified workspace on healthy scenarios) and its best value
+    where it is not (the unmodified workspace on failure scenarios), so a tolerance can be set,
+    and read, between the two."""
+
+    metric: str
+    healthy_worst: float | None
+    failing_best: float | None
+
+
+def margins(variants: Sequence[VariantResult]) -> list[Margin]:
+    """Every top-level number the judge reported, as a :class:`Margin` (largest where right,
+    smallest where wrong: for error-like figures, a separating tolerance lies in between)."""
+    right: dict[str, list[float]] = {}
+    wrong: dict[str, list[float]] = {}
+    for variant in variants:
+        for outcome in variant.receipt.outcomes:
+            if variant.kind == "reference" or (variant.kind == "unmodified" and outcome.kind == "healthy"):
+                bucket = right
+            elif variant.kind == "unmodified":
+                bucket = wrong
+            else:
+                continue
+            for key, value in outcome.metrics.items():
+                if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+                    bucket.setdefault(key, []).append(float(value))
+    return [
+        Margin(key, max(right[key]) if key in right else None, min(wrong[key]) if key in wrong else None)
+        for key in sorted(right.keys() | wrong.keys())
+    ]
 
 
 def metric_drift(repeats: list[VariantResult], rtol: float = GPU_METRIC_RTOL) -> list[str]:

@@ -1,4 +1,4 @@
-"""TrainFail/SchedulerPerProcess-v0's judge against hand-made observations (no training run).
+"""TrainFail/SchedulerPerProcess-v1's judge against hand-made observations (no training run).
 
 The judge's checks (every logged learning rate on the schedule stepped once per update, the
 saved model and every logged loss on the specification's float64 run, well-formed outputs) are
@@ -26,16 +26,16 @@ warnings.simplefilter("ignore")
 import torch
 from transformers import get_scheduler
 from fixtures import make_inputs
-from observe import ArtifactError, Observation, UpdateRecord, read_metrics, read_state
+from judge import Observation, judge
 from oracle import reference_run
+from readers import ArtifactError, Step, read_jsonl, read_state
 from scenario import Scenario
-from verdict import judge
 
 sc = Scenario(name="t", kind="failure", devices=2, backend="gloo", processes=2, seed=5,
-              lr_scheduler_type="cosine", warmup_steps=3, updates_per_epoch=6, epochs=2)
+              lr_scheduler_type="cosine", warmup_steps=3, batches_per_process=6, epochs=2)
 ref = reference_run(sc, make_inputs(sc))
 
-def stepped(every, warmup, total):   # lr per update with the schedule stepped `every` times per update
+def stepped(every, warmup, total, sc=sc):   # lr per update with the schedule stepped `every` times per update
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=sc.lr)
     s = get_scheduler(sc.lr_scheduler_type, opt, num_warmup_steps=warmup, num_training_steps=total)
     out = []
@@ -45,16 +45,17 @@ def stepped(every, warmup, total):   # lr per update with the schedule stepped `
             s.step()
     return out
 
-def observation(lrs=None, losses=None, state=None):
+def observation(lrs=None, losses=None, state=None, epochs=None, ref=ref, sc=sc):
     lrs = list(ref.lrs) if lrs is None else lrs
     losses = list(ref.losses) if losses is None else losses
+    epochs = [k // sc.updates_per_epoch for k in range(sc.total_updates)] if epochs is None else epochs
     state = {k: v.float().double() for k, v in ref.params.items()} if state is None else state
-    metrics = [UpdateRecord(update=k, lr=lrs[k], loss=losses[k], step_time_s=0.1, wall_time=1.0)
+    metrics = [Step(k, {"epoch": float(epochs[k]), "lr": lrs[k], "loss": losses[k]}, 0.1, 1.0)
                for k in range(sc.total_updates)]
     return Observation(metrics=metrics, state=state)
 
 out = {}
-def verdict(label, obs):
+def verdict(label, obs, sc=sc, ref=ref):
     v = judge(sc, ref, obs)
     out[label] = [v.status, v.reason]
 
@@ -65,6 +66,7 @@ verdict("per_process", observation(lrs=stepped(2, sc.warmup_steps, sc.total_upda
 nudged = list(ref.lrs); nudged[7] *= 1 + 1e-4
 verdict("lr_nudge", observation(lrs=nudged))
 verdict("lr_missing", observation(lrs=[None] + list(ref.lrs[1:])))
+verdict("epochs_off", observation(epochs=[0] * sc.total_updates))
 state = {k: v.clone() for k, v in ref.params.items()}; state["fc2.weight"][3, 4] += 3e-5
 verdict("param_off", observation(state=state))
 state = {k: v.clone() for k, v in ref.params.items()}; state["head.bias"][0] = float("nan")
@@ -74,13 +76,24 @@ verdict("param_missing", observation(state=state))
 losses = list(ref.losses); losses[-1] *= 1.001
 verdict("loss_off", observation(losses=losses))
 
+# A does not divide the batches: U = ceil(10 / 3) = 4 updates an epoch, the last of one batch
+ragged = Scenario(name="r", kind="failure", devices=2, backend="gloo", processes=2, seed=5,
+                  lr_scheduler_type="linear", warmup_steps=2, gradient_accumulation_steps=3,
+                  per_device_batch_size=4, batches_per_process=10, epochs=2)
+out["ragged_windows"] = [list(ragged.window(k)) for k in range(ragged.total_updates)]
+rref = reference_run(ragged, make_inputs(ragged))
+verdict("ragged_honest", observation(ref=rref, sc=ragged), sc=ragged, ref=rref)
+floor = Scenario(**{**ragged.__dict__, "batches_per_process": 9})  # a schedule sized floor(10 / 3) * 2 = 6 updates
+verdict("ragged_floor", observation(lrs=stepped(1, 2, floor.total_updates, sc=ragged) , ref=rref, sc=ragged),
+        sc=ragged, ref=rref)
+
 tmp = Path(TMP)
 lines = [json.dumps({"update": k, "lr": 0.1, "loss": 1.0}) for k in range(4)]
 (tmp / "swapped.jsonl").write_text("\\n".join([lines[1], lines[0], *lines[2:]]))
 (tmp / "bool.jsonl").write_text(json.dumps({"update": True, "lr": 0.1}))
 for name in ("swapped", "bool"):
     try:
-        read_metrics(tmp / f"{name}.jsonl", 4)
+        read_jsonl(tmp / f"{name}.jsonl", index="update", fields=("lr",), count=4)
         out[name] = "accepted"
     except ArtifactError as err:
         out[name] = str(err)
@@ -115,11 +128,16 @@ def test_judge_rejects_each_tampering(runtime: Runtime, tmp_path: Path) -> None:
     assert got["per_process"][0] == "fail" and "update 1 used" in got["per_process"][1]
     assert got["lr_nudge"][0] == "fail" and "update 7 used" in got["lr_nudge"][1]
     assert got["lr_missing"][0] == "fail" and "update 0 used None" in got["lr_missing"][1]
+    assert got["epochs_off"][0] == "fail" and "numbers epochs" in got["epochs_off"][1]
     assert got["param_off"][0] == "fail" and "at fc2.weight" in got["param_off"][1]
-    assert got["param_nan"][0] == "fail" and "max |dparam| inf at head.bias" in got["param_nan"][1]
+    assert got["param_nan"][0] == "fail" and "at head.bias (max |dparam| inf" in got["param_nan"][1]
     assert got["param_missing"][0] == "fail" and "missing=['fc1.bias']" in got["param_missing"][1]
     assert got["loss_off"][0] == "fail" and "logged loss differs" in got["loss_off"][1]
-    assert got["swapped"] == "metrics cover 4 records, expected updates 0..3 in order"
-    assert got["bool"] == "metrics.jsonl line 1: 'update' is not an integer"
+    # 10 batches of 8 rows (2 processes x 4) in windows of 3, 3, 3 and 1 batches, twice
+    assert got["ragged_windows"] == [[0, 24], [24, 48], [48, 72], [72, 80]] * 2
+    assert got["ragged_honest"][0] == "pass", got["ragged_honest"]
+    assert got["ragged_floor"][0] == "fail" and "logged learning rate leaves" in got["ragged_floor"][1]
+    assert got["swapped"] == "swapped.jsonl covers 4 records, expected update 0..3 in order"
+    assert got["bool"] == "bool.jsonl line 1: 'update' is not an integer"
     assert "refused by torch.load(weights_only=True)" in got["pickle"]
     assert got["pwned"] is False

@@ -25,7 +25,7 @@ from typing import Any
 
 if __package__:  # imported as part of the package
     from .artifacts import ArtifactError, integer, number, read_json_object, read_tail
-    from .protocol import NAME_RE
+    from .protocol import NAME_RE, read_requests
 else:  # imported from /harnesslib by a case's judge
     from artifacts import (  # type: ignore[no-redef,import-not-found,unused-ignore]
         ArtifactError,
@@ -34,7 +34,7 @@ else:  # imported from /harnesslib by a case's judge
         read_json_object,
         read_tail,
     )
-    from protocol import NAME_RE  # type: ignore[no-redef,import-not-found,unused-ignore]
+    from protocol import NAME_RE, read_requests  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 #: torch 2.13's gloo can abort in static destructors after all Python code has run.
 EXIT_ABORT_MARKER = "terminate called without an active exception"
@@ -241,7 +241,11 @@ def judge_one(kit: JudgeKit, raw: dict[str, Any], artifacts: Path, run: dict[str
     write_outcome(out_dir, name, verdict, timings)
 
 
-def main(kit: JudgeKit, read_requests: Callable[[Path], list[dict[str, Any]]], argv: list[str] | None = None) -> None:
+def main(
+    kit: JudgeKit,
+    requests: Callable[[Path], list[dict[str, Any]]] = read_requests,
+    argv: list[str] | None = None,
+) -> None:
     """``--scenarios --artifacts --run --out-dir [--oracle]`` (the protocol's judge arguments;
     ``--oracle`` is accepted and unused by judges that cache no oracle): judge every request."""
     parser = argparse.ArgumentParser(description=f"judge {kit.name} scenarios")
@@ -253,5 +257,5 @@ def main(kit: JudgeKit, read_requests: Callable[[Path], list[dict[str, Any]]], a
     args = parser.parse_args(argv)
     run = read_run(args.run)
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    for raw in read_requests(args.scenarios):
+    for raw in requests(args.scenarios):
         judge_one(kit, raw, args.artifacts, run, args.out_dir)

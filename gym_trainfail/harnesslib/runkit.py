@@ -13,6 +13,7 @@ only (plus :mod:`warm_launch` beside it).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -27,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 if __package__:  # imported as part of the package
-    from .protocol import NAME_RE
+    from .protocol import NAME_RE, read_requests
 else:  # imported from /harnesslib by a case's run kit
-    from protocol import NAME_RE  # type: ignore[no-redef,import-not-found,unused-ignore]
+    from protocol import NAME_RE, read_requests  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 #: How much of a job's and of a warm launcher's combined output the judge gets.
 LOG_LIMIT = 200_000
@@ -180,6 +181,25 @@ class RunKit:
     #: Start the warm launcher for one scenario too (a scenario of several launches, such as an
     #: interrupted and resumed run, pays the imports once instead of once per launch).
     warm_alone: bool = False
+
+
+def case_kit(
+    name: str,
+    scenario: Callable[[dict[str, Any]], Any],
+    pipeline: Any,
+    *,
+    fixtures: Callable[[Any, Path], Any],
+    launch: Callable[[Any, Path, Any, Path, Path, Any | None], Any],
+    wanted: Callable[[Any], list[tuple[str, int]]],
+    warm_alone: bool = False,
+) -> RunKit:
+    """The run kit of a case whose scenarios are one launch of its pipeline each (the usual
+    shape): ``pipeline`` a :class:`launch.Pipeline`, ``fixtures(sc, folder)`` writes the
+    grader-owned inputs, ``launch(sc, workspace, inputs, out_dir, log_path, warm)`` runs the
+    pipeline (usually ``pipeline.run`` with the scenario's overrides), ``wanted(sc)`` lists the
+    outputs the judge reads; see :func:`pipeline_scenario`."""
+    run_one = functools.partial(pipeline_scenario, write_fixtures=fixtures, launch=launch, wanted=wanted)
+    return RunKit(name, scenario, run_one, list(pipeline.preload), pipeline.launch_env, read_requests, warm_alone)
 
 
 def run_scenario(

@@ -1,44 +1,47 @@
-"""Judge phase of TrainFail/SchedulerPerProcess-v0 (trusted: no revision code runs here).
+"""Judge phase of TrainFail/SchedulerPerProcess-v1 (trusted: no revision code runs here).
 
     python /grader/judge.py --scenarios /io/scenarios.json --artifacts /artifacts \
-        --run /io/run.json --out-dir /io/outcomes [--oracle /oracle]
+        --run /io/run.json --out-dir /io/outcomes
 
-For each scenario it regenerates the grader-owned initial weights and data itself
-(``kit/fixtures.py``; nothing is read back from the run), trains the specification's
-reference run in float64 with the schedule stepped once per update (``oracle.py``), reads the
-run's README-documented outputs from ``ARTIFACTS/<scenario>/`` as adversarial data (``observe.py``) and writes
-``OUT/<scenario>.json``: ``pass``/``fail`` with a reason, or ``retry`` for a bare gloo exit
-abort before the outputs were complete. Every scenario gets an outcome; the exit code is 0
-unless an outcome could not be written. The protocol's scaffolding is the harness
-library's ``judgekit.py``.
+Regenerates the grader's inputs (``kit/fixtures.py``), runs the specification (``oracle.py``)
+and passes a scenario only if ``metrics.jsonl`` has exactly updates ``0..T-1`` (epochs as the
+README numbers them), every logged learning rate is the schedule's (within ``lr_atol_ratio``
+of the peak), and the saved model and every logged loss match the reference (``param_atol``,
+``loss_rtol``). The log alone never passes: outputs can at best describe correct training.
 
 Leak canary (must never appear where the agent or the run phase can look):
 TRAINFAIL-CANARY-77fda627d44e0ac0b6a078b2f7c01bc0
 """
 from __future__ import annotations
 
-import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-# judge modules, the kit's pure helpers, then the gym's harness library (mounted at /harnesslib
-# in grading sandboxes; $TRAINFAIL_HARNESSLIB or the clone this case sits in elsewhere)
-CLONE = [str(HERE.parents[2] / "gym_trainfail" / "harnesslib")] if len(HERE.parents) > 2 else []
-sys.path[:0] = [str(HERE), str(HERE / "kit"), os.environ.get("TRAINFAIL_HARNESSLIB", "/harnesslib"), *CLONE]
+sys.path.insert(1, str(Path(__file__).resolve().parent / "kit"))
 
-import judgekit  # noqa: E402
+import judgekit  # noqa: E402 - the harness library
 import torch  # noqa: E402
+from compare import Check, first_exceeding, max_abs_diff, max_abs_error, max_rel_error, shapes_of, structure_problem, verdict  # noqa: E402
 from fixtures import make_inputs  # noqa: E402
-from observe import Observation, observe  # noqa: E402
-from oracle import reference_run  # noqa: E402
-from scenario import Scenario, read_requests  # noqa: E402
-from verdict import judge  # noqa: E402
+from oracle import Reference, reference_run  # noqa: E402
+from readers import ArtifactError, State, Step, read_jsonl, read_state  # noqa: E402
+from scenario import Scenario  # noqa: E402
 
 
-def observe_scenario(sc: Scenario, folder: Path) -> Observation:
-    """The run's outputs for ``sc`` (raises ``ArtifactError`` when missing or malformed)."""
-    return observe(folder, sc.total_updates, sc.state_limit_bytes)
+@dataclass(frozen=True)
+class Observation:
+    metrics: list[Step]
+    state: State
+
+
+def observe(sc: Scenario, folder: Path) -> Observation:
+    """The README's outputs, read as adversarial data (``ArtifactError`` when unusable)."""
+    if not folder.is_dir() or folder.is_symlink() or (folder / "final").is_symlink():
+        raise ArtifactError("the run left no usable artifacts folder for this scenario")
+    metrics = read_jsonl(folder / "metrics.jsonl", index="update", fields=("epoch", "lr", "loss"),
+                         count=sc.total_updates)
+    return Observation(metrics, read_state(folder / "final" / "model.pt", sc.state_limit_bytes, dtype=torch.float64))
 
 
 def compare(sc: Scenario, obs: Observation) -> judgekit.Verdict:
@@ -46,8 +49,37 @@ def compare(sc: Scenario, obs: Observation) -> judgekit.Verdict:
     return judge(sc, reference_run(sc, make_inputs(sc)), obs)
 
 
-KIT = judgekit.JudgeKit("SchedulerPerProcess", Scenario.from_request, observe_scenario, compare)
+def judge(sc: Scenario, ref: Reference, obs: Observation) -> judgekit.Verdict:
+    """Pass iff the log's updates and epochs, every logged learning rate and loss, and the saved
+    model are the specification's."""
+    lrs = [step["lr"] for step in obs.metrics]
+    lr_err = max_abs_error(lrs, ref.lrs)[0] / sc.lr
+    at = first_exceeding(lrs, ref.lrs, sc.lr_atol_ratio * sc.lr)
+    epochs = [step["epoch"] for step in obs.metrics]
+    want_epochs = [float(k // sc.updates_per_epoch) for k in range(sc.total_updates)]
+    metrics = {"lr_max_err_over_peak": lr_err, "first_lr_mismatch_update": at, "total_updates": sc.total_updates}
+    problem = structure_problem(obs.state, shapes_of(ref.params), "final/model.pt")
+    if problem is not None:
+        return judgekit.Verdict("fail", problem, metrics)
+    diff, worst = max_abs_diff(obs.state, ref.params)
+    loss_err, _ = max_rel_error([step["loss"] for step in obs.metrics], ref.losses)
+    metrics |= {"max_abs_param_diff": diff, "worst_param": worst, "loss_max_rel_err": loss_err}
+    where = max(at, 0)
+    return verdict([
+        Check(epochs != want_epochs, f"metrics.jsonl numbers epochs {epochs[:12]}..., the README gives "
+              f"{want_epochs[:12]}... ({sc.updates_per_epoch} updates per epoch)"),
+        Check.within("lr error / peak", lr_err, sc.lr_atol_ratio,
+                     f"logged learning rate leaves the {sc.lr_scheduler_type} schedule (warmup {sc.warmup_steps}, "
+                     f"{sc.total_updates} updates, {sc.processes} processes): update {where} used "
+                     f"{lrs[where]!r}, the schedule gives {ref.lrs[where]!r}"),
+        Check.within("max |dparam|", diff, sc.param_atol, f"final parameters differ from the reference run at {worst}"),
+        Check.within("loss rel err", loss_err, sc.loss_rtol, "logged loss differs from the reference run"),
+    ], metrics, f"{sc.processes} process(es) match the reference schedule and run (lr err {lr_err:.1e} of peak, "
+                f"max |dparam| {diff:.2e}, loss rel err {loss_err:.2e})")
+
+
+KIT = judgekit.JudgeKit("SchedulerPerProcess", Scenario.from_request, observe, compare)
 
 if __name__ == "__main__":
     torch.set_num_threads(1)  # one reduction order for the reference, run after run
-    judgekit.main(KIT, read_requests)
+    judgekit.main(KIT)

@@ -74,7 +74,7 @@ def _prepare_inputs(sc: Scenario) -> Inputs:
 
 
 def make_inputs(sc: Scenario) -> Inputs:
-    """Exactly ``sc.rows`` rows: a whole number of global batches."""
+    """Exactly ``sc.rows`` rows: whole batches on every process."""
     return _prepare_inputs(sc) if sc.fixtures == "prepare" else _grader_inputs(sc)
 
 

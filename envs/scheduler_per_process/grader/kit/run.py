@@ -1,65 +1,59 @@
-"""Run phase of TrainFail/SchedulerPerProcess-v0: launch the pipeline, keep its outputs.
+"""Run phase of TrainFail/SchedulerPerProcess-v1 (untrusted: beside the revision; no verdicts).
 
     python /kit/run.py --scenarios /io/scenarios.json --out-dir /out
 
-Untrusted: the revision's code runs in the same sandbox, as the same user, so nothing here
-is private and nothing here is a verdict. Working directory: the revision. For each
-scenario it copies the revision to a fresh folder, writes the grader-owned initial weights
-and data there (``fixtures.py``), runs the training the way the workspace README documents
-with overrides that pin every setting the judge's reference depends on (``pipeline.py``),
-and leaves under ``OUT/<scenario>/``:
-
-* ``metrics.jsonl`` and ``final/model.pt``: the README's run
-  outputs, copied only if they are regular files within a size limit;
-* ``job.log``: the last 200 KB of the job's combined output;
-* ``timings.json``: how the launch ended (exit code, time-out) and how long each part took.
-
-Every launch, a single scenario's too, is forked from one warm launcher (torch, Accelerate and
-transformers imported once); any scenario after the warm launcher failed gets a fresh
-``torchrun``. The protocol's scaffolding is the harness library's ``runkit.py``.
+For each scenario: a fresh copy of the revision, the grader's own initial weights and data
+(``fixtures.py``), the README's training run (``torchrun -m demandnet.train --config
+configs/train.yaml`` with overrides pinning every setting the judge's reference depends on;
+scenario groups and single scenarios fork their ranks from one warm launcher), and under
+``OUT/<scenario>/`` the README's outputs ``metrics.jsonl`` and ``final/model.pt`` (regular
+files within a size limit), ``job.log`` and ``timings.json`` (``runkit``).
 """
 from __future__ import annotations
 
-import functools
+import json
 from pathlib import Path
 from typing import Any
 
-from fixtures import make_inputs, write_inputs
-from pipeline import PRELOAD, launch_env, overrides, run_pipeline  # puts the harness library on sys.path
-from scenario import Scenario, read_requests
+import runkit  # the harness library (on the path in grading sandboxes)
+from fixtures import InputFiles, make_inputs, write_inputs
+from launch import Pipeline, RunResult, dotted
+from scenario import Scenario
 
-import runkit  # noqa: E402 - from the harness library
+PIPELINE = Pipeline(
+    module="demandnet.train",
+    base_args=("--config", "configs/train.yaml"),
+    preload=("torch", "torch.distributed", "accelerate", "transformers", "transformers.optimization", "yaml"),
+)
 
-METRICS_LIMIT = 4 << 20
+
+def overrides(sc: Scenario, files: InputFiles, output_dir: Path) -> list[str]:
+    """README config keys that pin everything the reference depends on."""
+    return dotted({
+        "run_name": sc.name, "output_dir": output_dir, "processes": sc.processes,
+        "model.input_dim": sc.input_dim, "model.hidden_size": sc.hidden_size, "model.output_dim": sc.output_dim,
+        "model.init_checkpoint": files.init_path, "data.path": files.data_path,
+        "data.per_device_batch_size": sc.per_device_batch_size, "train.epochs": sc.epochs,
+        "train.gradient_accumulation_steps": sc.gradient_accumulation_steps, "train.lr": sc.lr,
+        "train.momentum": sc.momentum, "train.lr_scheduler_type": sc.lr_scheduler_type,
+        "train.warmup_steps": sc.warmup_steps, "train.scheduler_kwargs": json.dumps(sc.scheduler_kwargs, sort_keys=True),
+    })
+
+
+def launch(sc: Scenario, workspace: Path, files: InputFiles, out_dir: Path, log: Path, warm: Any | None) -> RunResult:
+    return PIPELINE.run(workspace=workspace, args=overrides(sc, files, out_dir), nproc=sc.processes, log_path=log,
+                        timeout_s=sc.run_timeout_s, backend=sc.backend, warm=warm)
 
 
 def wanted(sc: Scenario) -> list[tuple[str, int]]:
-    """The README-documented outputs the judge reads, each with its size limit."""
-    return [("metrics.jsonl", METRICS_LIMIT), ("final/model.pt", sc.state_limit_bytes)]
+    return [("metrics.jsonl", 4 << 20), ("final/model.pt", sc.state_limit_bytes)]
 
 
-def launch(sc: Scenario, workspace: Path, files: Any, out_dir: Path, log_path: Path, warm: Any | None) -> Any:
-    """The README's training run with the overrides that pin the judge's settings."""
-    return run_pipeline(sc, workspace, overrides(sc, files, out_dir), log_path, warm)
-
-
-KIT = runkit.RunKit(
-    "SchedulerPerProcess",
-    Scenario.from_request,
-    functools.partial(
-        runkit.pipeline_scenario,
-        write_fixtures=lambda sc, folder: write_inputs(make_inputs(sc), folder),
-        launch=launch,
-        wanted=wanted,
-    ),
-    PRELOAD,
-    launch_env,
-    read_requests,
-    # one scenario too is launched from the warm server: the imports (torch, Accelerate,
-    # transformers) dominate a one-scenario launch; qualification still compares one-scenario
-    # runs with groups
-    warm_alone=True,
-)
+# a single scenario is forked from the warm server too: torch, Accelerate and transformers'
+# imports dominate a one-scenario launch (qualification compares single runs with groups)
+KIT = runkit.case_kit("SchedulerPerProcess", Scenario.from_request, PIPELINE,
+                      fixtures=lambda sc, folder: write_inputs(make_inputs(sc), folder),
+                      launch=launch, wanted=wanted, warm_alone=True)
 
 if __name__ == "__main__":
     runkit.main(KIT)

@@ -1,43 +1,27 @@
-"""One frozen scenario of TrainFail/SchedulerPerProcess-v0, as the gym's scenario request gives it.
-
-Pure data: shared by the run kit (what to launch) and the judge (what to expect). Nothing
-here is private: the run phase reads the same request from ``/io/scenarios.json``.
-"""
+"""One frozen scenario of TrainFail/SchedulerPerProcess-v1 (public: the run phase reads it too)."""
 from __future__ import annotations
 
-import json
-import re
-from dataclasses import dataclass, field, fields
-from pathlib import Path
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
-#: Scenario names become file and folder names on both sides.
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-#: Initial-weight and data generators (``fixtures.py``).
+from scenario_base import ScenarioBase, size_limit  # the harness library
+
 FIXTURE_FLAVORS = ("grader", "prepare")
-#: transformers.get_scheduler names the scenarios use.
-SCHEDULES = ("linear", "cosine", "polynomial", "constant", "constant_with_warmup")
+#: The transformers.get_scheduler names the README supports.
+SCHEDULES = ("linear", "cosine", "polynomial", "constant")
 
 
 @dataclass(frozen=True)
-class Scenario:
-    """Processes, schedule, accumulation, inputs and pass thresholds of one scenario.
+class Scenario(ScenarioBase):
+    """Processes, schedule, accumulation, inputs and tolerances of one scenario (defaults: the base)."""
 
-    Every field below ``backend`` may be set from the scenario's ``params`` table; the
-    defaults are the base scenario's values.
-    """
-
-    name: str
-    kind: str
-    devices: int
-    backend: str
     processes: int = 2
     seed: int = 7
-    #: ``grader``: the grader's own generator; ``prepare``: the shipped ``demandnet.prepare``
-    #: recipe (so the shipped seed gives the shipped initial weights and data).
+    #: ``grader``: the grader's own generator; ``prepare``: the shipped ``demandnet.prepare`` recipe.
     fixtures: str = "grader"
-    #: optimizer updates per epoch; the data has exactly updates x processes x batch x accumulation rows
-    updates_per_epoch: int = 12
+    #: batches each process reads per epoch (the data is exactly this x processes x batch rows)
+    batches_per_process: int = 12
     epochs: int = 1
     per_device_batch_size: int = 8
     gradient_accumulation_steps: int = 1
@@ -53,62 +37,39 @@ class Scenario:
     lr_atol_ratio: float = 1e-6
     param_atol: float = 1e-5
     loss_rtol: float = 1e-5
-    run_timeout_s: float = 540.0
 
-    def __post_init__(self) -> None:
-        if not NAME_RE.match(self.name):
-            raise ValueError(f"scenario name {self.name!r} is not a plain file name")
-        if self.fixtures not in FIXTURE_FLAVORS:
-            raise ValueError(f"fixtures must be one of {FIXTURE_FLAVORS}, not {self.fixtures!r}")
-        if self.lr_scheduler_type not in SCHEDULES:
-            raise ValueError(f"lr_scheduler_type must be one of {SCHEDULES}, not {self.lr_scheduler_type!r}")
-        if min(self.processes, self.updates_per_epoch, self.epochs, self.per_device_batch_size,
+    def validate(self) -> None:
+        if self.fixtures not in FIXTURE_FLAVORS or self.lr_scheduler_type not in SCHEDULES:
+            raise ValueError(f"fixtures {self.fixtures!r} / schedule {self.lr_scheduler_type!r} not supported")
+        if min(self.processes, self.batches_per_process, self.epochs, self.per_device_batch_size,
                self.gradient_accumulation_steps) < 1:
-            raise ValueError("processes, updates, epochs, batch size and accumulation must be positive")
+            raise ValueError("processes, batches, epochs, batch size and accumulation must be positive")
         if self.processes != self.devices:
             raise ValueError(f"processes={self.processes} but the scenario holds {self.devices} devices")
 
-    @classmethod
-    def from_request(cls, raw: dict[str, Any]) -> Scenario:
-        """Build from ``{"name", "kind", "devices", "backend", "params": {...}}``."""
-        known = {f.name for f in fields(cls)}
-        params = raw.get("params", {})
-        unknown = set(params) - known
-        if unknown:
-            raise ValueError(f"unknown scenario params: {sorted(unknown)}")
-        return cls(name=raw["name"], kind=raw["kind"], devices=int(raw["devices"]),
-                   backend=raw.get("backend", "gloo"), **params)
-
     @property
-    def rows_per_update(self) -> int:
-        """Rows one optimizer update consumes over all processes (the global batch)."""
-        return self.processes * self.per_device_batch_size * self.gradient_accumulation_steps
-
-    @property
-    def rows(self) -> int:
-        """Rows of the dataset: a whole number of global batches, so no process pads."""
-        return self.updates_per_epoch * self.rows_per_update
+    def updates_per_epoch(self) -> int:
+        """``U = ceil(batches per process / A)``: the last update of an epoch may take fewer batches."""
+        return math.ceil(self.batches_per_process / self.gradient_accumulation_steps)
 
     @property
     def total_updates(self) -> int:
-        """Optimizer updates of the whole run."""
         return self.updates_per_epoch * self.epochs
 
     @property
-    def parameter_count(self) -> int:
-        """Parameters of the README's model at these sizes."""
-        d, h, o = self.input_dim, self.hidden_size, self.output_dim
-        return (d * h + h) + (h * h + h) + (h * o + o)
+    def rows(self) -> int:
+        """Rows of the dataset: whole batches on every process."""
+        return self.batches_per_process * self.processes * self.per_device_batch_size
+
+    def window(self, update: int) -> tuple[int, int]:
+        """Rows ``[start, end)`` of the file update ``update`` consumes (all processes together)."""
+        k = update % self.updates_per_epoch
+        per_batch = self.processes * self.per_device_batch_size
+        first = k * self.gradient_accumulation_steps
+        last = min(first + self.gradient_accumulation_steps, self.batches_per_process)
+        return first * per_batch, last * per_batch
 
     @property
     def state_limit_bytes(self) -> int:
-        """The most the saved model may weigh: twice the model in float32, never under 16 MiB."""
-        return max(16 << 20, 8 * self.parameter_count)
-
-
-def read_requests(path: Path) -> list[dict[str, Any]]:
-    """The scenario requests of ``scenarios.json`` (a JSON list of objects)."""
-    raw = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(raw, list) or not all(isinstance(r, dict) for r in raw):
-        raise ValueError(f"{path}: expected a JSON list of scenario objects")
-    return raw
+        d, h, o = self.input_dim, self.hidden_size, self.output_dim
+        return size_limit((d * h + h) + (h * h + h) + (h * o + o))

@@ -1,0 +1,293 @@
+"""The case SDK in the harness library: scenario types, the pipeline launcher, the readers and
+comparisons judges build on, and the in-rank observer base, each attacked where it guards.
+
+The torch side (readers, compare, observers) runs in the case runtime's python, where graders
+run it; the standard-library side runs here too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gym_trainfail.harnesslib import launch
+from gym_trainfail.harnesslib.scenario_base import ScenarioBase, size_limit
+from gym_trainfail.paths import SOURCE_ROOT
+from gym_trainfail.runtimes import Runtime
+
+HARNESSLIB = SOURCE_ROOT / "gym_trainfail" / "harnesslib"
+
+
+@dataclass(frozen=True)
+class ToyScenario(ScenarioBase):
+    processes: int = 2
+    lr: float = 0.1
+
+    def validate(self) -> None:
+        if self.processes != self.devices:
+            raise ValueError(f"processes={self.processes} on {self.devices} devices")
+
+
+def test_a_scenario_takes_its_params_by_name_and_refuses_unknown_ones() -> None:
+    sc = ToyScenario.from_request({"name": "two", "kind": "failure", "devices": 2, "params": {"lr": 0.5}})
+    assert (sc.processes, sc.lr, sc.backend, sc.run_timeout_s) == (2, 0.5, "gloo", 540.0)
+    with pytest.raises(ValueError, match=r"unknown scenario params \['lrr'\]; ToyScenario has: lr, processes"):
+        ToyScenario.from_request({"name": "x", "kind": "failure", "devices": 2, "params": {"lrr": 0.5}})
+    with pytest.raises(ValueError, match="processes=2 on 1 devices"):
+        ToyScenario.from_request({"name": "x", "kind": "failure", "devices": 1})
+    with pytest.raises(ValueError, match="not a plain file name"):
+        ToyScenario.from_request({"name": "../x", "kind": "failure", "devices": 2})
+    with pytest.raises(ValueError, match="params must be a table"):
+        ToyScenario.from_request({"name": "x", "kind": "failure", "devices": 2, "params": [1]})
+    assert size_limit(10) == 16 << 20 and size_limit(10_000_000) == 80_000_000
+
+
+def test_a_job_sees_what_a_users_torchrun_gives_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NPROC", "2")
+    monkeypatch.setenv("TRAINFAIL_DEVICES", "2")
+    monkeypatch.setenv("PYTHONPATH", "/harnesslib")
+    monkeypatch.setenv("TRAINFAIL_OBSERVERS", "leftover:install")
+    pipeline = launch.Pipeline(module="pkg.train", base_args=("--config", "c.yaml"), observers=("obs:install",),
+                               observer_path=(Path("/kit/observe"),))  # fmt: skip
+    quiet = pipeline.job_env("gloo")
+    assert "NPROC" not in quiet and "TRAINFAIL_DEVICES" not in quiet, "the rank count comes from the process group"
+    assert quiet["PYTHONPATH"].split(os.pathsep) == [str(launch.OBSERVERS_DIR), "/kit/observe"]
+    assert "TRAINFAIL_OBSERVERS" not in quiet, "observers are inert unless the job is observed"
+    observed = pipeline.job_env("nccl", {"TRAINFAIL_OBSERVE_DIR": "/out/x"})
+    assert observed["TRAINFAIL_OBSERVERS"] == "obs:install" and observed["TRAINFAIL_BACKEND"] == "nccl"
+    assert pipeline.command(4, ["a=1"])[-6:] == ["--nproc_per_node=4", "-m", "pkg.train", "--config", "c.yaml", "a=1"]
+    overrides = launch.dotted({"train.lr": 0.5, "bf16": True, "path": Path("/x")})
+    assert overrides == ["train.lr=0.5", "bf16=true", "path=/x"]
+
+
+TORCH_SIDE = r"""
+import json, math, os, sys
+from pathlib import Path
+import torch
+sys.path[:0] = [HARNESSLIB]
+from artifacts import ArtifactError
+from readers import read_jsonl, read_state, read_rank_records, states, state_dict
+from compare import (Check, first_exceeding, max_abs_diff, max_abs_error, max_rel_error, rel_l2, replica_spread,
+                     sgd_step, structure_problem, trajectory, verdict)
+tmp = Path(TMP)
+out = {}
+
+def refused(label, call):
+    try:
+        call()
+        out[label] = "accepted"
+    except ArtifactError as err:
+        out[label] = str(err)
+
+lines = [json.dumps({"step": k, "loss": 1.0 / (k + 1), "wall_time": 5.0}) for k in range(3)]
+(tmp / "ok.jsonl").write_text("\n".join(lines))
+steps = read_jsonl(tmp / "ok.jsonl", index="step", fields=("loss", "lr"), count=3)
+out["jsonl"] = [[s.index, s["loss"], s["lr"], s.wall_time] for s in steps]
+(tmp / "gap.jsonl").write_text("\n".join(json.dumps({"step": k}) for k in (0, 2)))
+refused("gap", lambda: read_jsonl(tmp / "gap.jsonl", index="step", fields=(), count=2))
+(tmp / "huge.jsonl").write_text("x" * 5000)
+refused("huge", lambda: read_jsonl(tmp / "huge.jsonl", index="step", fields=(), count=1, limit=1000))
+os.symlink(tmp / "ok.jsonl", tmp / "link.jsonl")
+refused("link", lambda: read_jsonl(tmp / "link.jsonl", index="step", fields=(), count=3))
+torch.save({"module": {"w": torch.ones(2, 3), "b": torch.zeros(3, dtype=torch.float64)}}, tmp / "state.pt")
+got = read_state(tmp / "state.pt", 1 << 20, key="module")
+out["state"] = {k: [list(v.shape), str(v.dtype)] for k, v in got.items()}
+refused("no_key", lambda: read_state(tmp / "state.pt", 1 << 20, key="model"))
+torch.save({"w": torch.ones(2, dtype=torch.int64)}, tmp / "ints.pt")
+refused("ints", lambda: read_state(tmp / "ints.pt", 1 << 20))
+torch.save({"w": torch.ones(4, 4).to_sparse()}, tmp / "sparse.pt")
+refused("sparse", lambda: read_state(tmp / "sparse.pt", 1 << 20))
+class Payload:
+    def __reduce__(self):
+        return (os.system, ("touch " + str(tmp / "pwned"),))
+torch.save({"w": Payload()}, tmp / "pickle.pt")
+refused("pickle", lambda: read_state(tmp / "pickle.pt", 1 << 20))
+out["pwned"] = (tmp / "pwned").exists()
+torch.save({"w": torch.zeros(1 << 20)}, tmp / "bomb.pt")
+refused("bomb", lambda: read_state(tmp / "bomb.pt", 1 << 19))
+records = tmp / "records"
+records.mkdir()
+torch.save({"format": 1, "rank": 0, "states": [{"w": torch.ones(2)}]}, records / "rank0.pt")
+torch.save({"format": 1, "rank": 0, "states": [{"w": torch.ones(2)}]}, records / "rank1.pt")
+refused("rank_swap", lambda: read_rank_records(records, 2, 1 << 20))
+refused("steps_short", lambda: states([{"w": torch.ones(2)}], "rank 0 states", 2))
+refused("not_dict", lambda: state_dict([torch.ones(2)], "x"))
+
+a = {"w": torch.tensor([1.0, 2.0]), "b": torch.tensor([0.5])}
+b = {"w": torch.tensor([1.0, 2.5]), "b": torch.tensor([float("nan")])}
+out["diff"] = list(max_abs_diff(b, a, ["w"]))
+out["diff_nan"] = list(max_abs_diff(b, a))
+out["diff_missing"] = list(max_abs_diff({"w": a["w"]}, a))
+out["spread"] = list(replica_spread([a, a, {"w": a["w"] + 1e-3, "b": a["b"]}]))
+worst = trajectory([a, b], [a, a], ["w"])
+out["trajectory"] = [worst.value, worst.step, worst.name]
+out["trajectory_len"] = trajectory([a], [a, a]).value
+out["abs"] = list(max_abs_error([1.0, None, 3.0], [1.0, 2.0, 3.0]))
+out["rel"] = list(max_rel_error([1.1, 2.0], [1.0, 2.0]))
+out["first"] = [first_exceeding([1.0, 1.5, 9.0], [1.0, 1.0, 1.0], 0.6), first_exceeding([1.0], [1.0], 0.1),
+                first_exceeding([1.0], [1.0, 2.0], 0.1)]
+out["rel_l2"] = [rel_l2(torch.tensor([3.0, 4.0]), torch.tensor([3.0, 4.0])), rel_l2(torch.ones(2), torch.ones(3))]
+out["structure"] = [structure_problem(a, {"w": (2,), "b": (1,)}, "s"),
+                    structure_problem(a, {"w": (3,), "b": (1,)}, "s"), structure_problem(a, {"w": (2,)}, "s")]
+v = verdict([Check(False, "ok"), Check.within("err", float("nan"), 1e-3, "the loss is off"), Check(True, "later")],
+            {"k": 1}, "passed")
+out["verdict"] = [v.status, v.reason]
+out["verdict_pass"] = verdict([Check(False, "x")], {}, "all good").reason
+p = torch.nn.Parameter(torch.tensor([1.0, -2.0]))
+q = torch.nn.Parameter(p.detach().clone())
+opt = torch.optim.SGD([q], lr=0.1, momentum=0.9, weight_decay=0.01)
+buffers = [None]
+for grad in (torch.tensor([0.5, 0.25]), torch.tensor([-1.0, 2.0])):
+    p.grad, q.grad = grad.clone(), grad.clone()
+    sgd_step([p], buffers, 0.1, momentum=0.9, weight_decay=0.01)
+    opt.step()
+out["sgd_matches_torch"] = float((p - q).abs().max())
+print(json.dumps(out))
+"""
+
+
+def _run_in_runtime(runtime: Runtime, script: str, cwd: Path, env: dict[str, str] | None = None) -> dict[str, object]:
+    done = subprocess.run(
+        [str(runtime.bin_dir / "python"), "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin", **(env or {})},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_readers_refuse_what_the_protocol_forbids_and_comparisons_count_nan_as_far(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    script = TORCH_SIDE.replace("HARNESSLIB", repr(str(HARNESSLIB)), 1).replace("TMP", repr(str(tmp_path)), 1)
+    got = _run_in_runtime(runtime, script, tmp_path)
+    assert got["jsonl"] == [[0, 1.0, None, 5.0], [1, 0.5, None, 5.0], [2, 1 / 3, None, 5.0]]
+    assert got["gap"] == "gap.jsonl covers 2 records, expected step 0..1 in order"
+    assert "over the 1000-byte limit" in str(got["huge"])
+    assert got["link"] == "link.jsonl: Too many levels of symbolic links"
+    assert got["state"] == {"w": [[2, 3], "torch.float32"], "b": [[3], "torch.float32"]}
+    assert got["no_key"] == "state.pt: no 'model' state dict"
+    assert "not a dense floating-point CPU tensor" in str(got["ints"])
+    assert "not a dense floating-point CPU tensor" in str(got["sparse"])
+    assert "refused by torch.load(weights_only=True)" in str(got["pickle"]) and got["pwned"] is False
+    assert "over the" in str(got["bomb"]) or "unpacks to" in str(got["bomb"])
+    assert got["rank_swap"] == "rank1.pt: not a format-1 observer record of rank 1"
+    assert got["steps_short"] == "rank 0 states: 1 recorded states, expected 2"
+    assert got["not_dict"] == "x is not a dict of tensors"
+    assert got["diff"] == [0.5, "w"]
+    assert got["diff_nan"][0] == float("inf") and got["diff_nan"][1] == "b"
+    assert got["diff_missing"] == [float("inf"), "b"]
+    assert got["spread"][1] == "w" and 0.9e-3 < got["spread"][0] < 1.1e-3
+    assert got["trajectory"] == [0.5, 1, "w"] and got["trajectory_len"] == float("inf")
+    assert got["abs"] == [float("inf"), 1]
+    assert got["rel"][1] == 0 and abs(got["rel"][0] - 0.1) < 1e-9
+    assert got["first"] == [2, -1, 1]
+    assert got["rel_l2"] == [0.0, float("inf")]
+    assert got["structure"][0] is None and "has shape (2,), expected (3,)" in got["structure"][1]
+    assert "missing=[] extra=['b']" in got["structure"][2]
+    assert got["verdict"][0] == "fail" and got["verdict"][1].startswith("the loss is off (err nan, tolerance 0.001)")
+    assert got["verdict_pass"] == "all good"
+    assert got["sgd_matches_torch"] == 0.0
+
+
+TRAIN = r"""
+import os, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+model = DDP(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1)))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+gen = torch.Generator().manual_seed(dist.get_rank())
+for step in range(3):
+    opt.zero_grad()
+    model(torch.randn(5, 3, generator=gen)).pow(2).mean().backward()
+    opt.step()
+dist.barrier()
+dist.destroy_process_group()
+os._exit(0)
+"""
+
+OBSERVER = r"""
+import torch
+from rank_observer import RankObserver, cpu32
+
+class Steps(RankObserver):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.params, self.grads, self.roots = [], [], []
+    def on_root_forward(self, module, args):
+        self.roots.append(type(module).__name__)
+    def on_step_pre(self, optimizer, step):
+        named = self.named(optimizer)
+        self.params.append({n: cpu32(p) for n, p in named})
+        self.grads.append({n: cpu32(p.grad) for n, p in named})
+    def on_step_post(self, optimizer, step):
+        if step + 1 == self.steps:
+            self.write({"params": self.params, "grads": self.grads, "roots": self.roots,
+                        "final": {n: cpu32(p) for n, p in self.named(optimizer)}})
+
+def install():
+    observer = Steps.from_env()
+    if observer is not None:
+        observer.install()
+"""
+
+
+@pytest.mark.slow
+def test_an_observer_records_named_steps_on_every_rank_of_a_real_ddp_job(
+    runtime: Runtime, tmp_path: Path, bwrap_usable: None
+) -> None:
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "observe").mkdir()
+    (tmp_path / "observe" / "steps_observer.py").write_text(OBSERVER)
+    pipeline = launch.Pipeline(module="train", observers=("steps_observer:install",),
+                               observer_path=(tmp_path / "observe",))  # fmt: skip
+    script = textwrap.dedent(f"""
+        import json, os, sys
+        sys.path[:0] = [{str(HARNESSLIB)!r}]
+        from launch import Pipeline
+        from pathlib import Path
+        pipeline = Pipeline(module="train", observers=("steps_observer:install",),
+                            observer_path=(Path({str(tmp_path / "observe")!r}),))
+        out = {{}}
+        for name, observe in (("observed", {{"TRAINFAIL_OBSERVE_DIR": {str(tmp_path / "records")!r},
+                                               "TRAINFAIL_OBSERVE_STEPS": "2"}}), ("quiet", None)):
+            result = pipeline.run(workspace=Path({str(tmp_path)!r}), args=[], nproc=2,
+                                  log_path=Path({str(tmp_path)!r}) / f"{{name}}.log", timeout_s=240, observe=observe)
+            out[name] = result.returncode
+        print(json.dumps(out))
+    """)
+    assert pipeline.observers == ("steps_observer:install",)
+    got = _run_in_runtime(runtime, script, tmp_path)
+    assert got == {"observed": 0, "quiet": 0}, (tmp_path / "observed.log").read_text()[-2000:]
+    check = textwrap.dedent(f"""
+        import json, sys
+        sys.path[:0] = [{str(HARNESSLIB)!r}]
+        from pathlib import Path
+        from readers import read_rank_records, states
+        records = read_rank_records(Path({str(tmp_path / "records")!r}), 2, 1 << 20)
+        params = [states(r["params"], "params", 2) for r in records]
+        grads = [states(r["grads"], "grads", 2) for r in records]
+        print(json.dumps({{
+            "names": sorted(params[0][0]), "world": [r["world"] for r in records], "roots": records[0]["roots"],
+            "grad_spread": max(float((grads[0][k][n] - grads[1][k][n]).abs().max())
+                               for k in range(2) for n in grads[0][k]),
+            "moved": float((params[0][1]["0.weight"] - params[0][0]["0.weight"]).abs().max()),
+        }}))
+    """)
+    seen = _run_in_runtime(runtime, check, tmp_path)
+    assert seen["names"] == ["0.bias", "0.weight", "2.bias", "2.weight"], "named as the model inside DDP names them"
+    assert seen["world"] == [2, 2] and seen["roots"] == ["DistributedDataParallel"] * 2
+    assert seen["grad_spread"] < 1e-6, "DDP averaged the gradients the observer saw at optimizer.step"
+    assert seen["moved"] > 0
+    assert not (tmp_path / "records" / "rank2.pt").exists()
