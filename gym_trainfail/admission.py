@@ -11,7 +11,7 @@ keyed by three digests, and is *current* only while all three still match:
 * **runtime_lock**: the control arm's committed lock for the runtime variant (every verdict is
   graded in the control runtime).
 * **harness**: the grading code every verdict passes through, :data:`HARNESS_PATHS`: how a unit
-  is run, judged, retried and read back (``grading.py``), the support code mounted into grading
+  is run, judged, retried and read back (``grading/``), the support code mounted into grading
   sandboxes (``harnesslib/``) and the patch and bounded-JSON helpers (``files.py``). Sandboxes,
   the CLI, batch code, diagnosis judging and the gate's own rules (``qualify.py``) are left out:
   they change often and never turn a scenario's pass into a fail; the gate's rules are checked
@@ -53,7 +53,7 @@ RECORD_FILE = "admission.json"
 #: The TrainCheck-reach record another tool keeps beside the case (not part of the case digest).
 TRAINCHECK_REACH_FILE = "traincheck-reach.json"
 #: ``gym_trainfail`` paths (files or folders) whose code decides verdicts; see the module docstring.
-HARNESS_PATHS = ("grading.py", "files.py", "harnesslib")
+HARNESS_PATHS = ("grading", "files.py", "harnesslib")
 #: The command that refreshes every record (documented in the README).
 REFRESH_ALL = "make qualify"
 #: Bound on a record file read back (records are a few tens of kilobytes).

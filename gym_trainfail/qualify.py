@@ -46,10 +46,11 @@ from gym_trainfail.diagnosis.heldout import HeldoutCheck, check_heldout, load_he
 from gym_trainfail.diagnosis.judges import Judge, RubricJudge
 from gym_trainfail.errors import CaseDefinitionError
 from gym_trainfail.files import apply_patch
-from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome
-from gym_trainfail.hashing import walk_tree
+from gym_trainfail.grading import Grader, Job, Receipt, ScenarioOutcome
+from gym_trainfail.hashing import tree_digest, walk_tree
 from gym_trainfail.promises import check_promises, markdown
 from gym_trainfail.promises import to_json as promises_json
+from gym_trainfail.revisions import ALWAYS_EXCLUDED
 from gym_trainfail.tools import tool_specs
 
 CANARY_RE = re.compile(r"TRAINFAIL-CANARY-[0-9a-f]{32}")
@@ -258,6 +259,12 @@ def qualify(
     def grade_part(variant: Variant, scenarios: tuple[Scenario, ...]) -> Receipt:
         return _grade_variant(variant[3], case, variant[2], shown(variant), progress, scenarios=scenarios)
 
+    def grade_hinted(chosen: list[Variant]) -> dict[str, VariantResult | None]:
+        """Each variant on the scenario its hint names, every run in a sandbox of its own
+        (``parallel`` at a time) and one judge for all (``Grader.grade_many``): its result when
+        that scenario rejects it, else ``None``."""
+        return _grade_hinted(single, case, [(v, _hinted(case, v[0], hints)) for v in chosen], shown, progress, parallel)
+
     # Everything that may share the machine is graded ``parallel`` at a time (each grading in
     # sandboxes of its own, on leased devices: one's start-up, judge and rank waits overlap
     # another's run; the device pool makes a wide launch wait for room): the unmodified and
@@ -270,9 +277,9 @@ def qualify(
     alone = tuple(s for s in case.scenarios if s.alone)
     shared = tuple(s for s in case.scenarios if not s.alone)
     together = [v for v in variants if _concurrent(case, v[0], hints)]
-    jobs: dict[str, Callable[[], Receipt | VariantResult | None]] = {
+    jobs: dict[str, Callable[[], Receipt | dict[str, VariantResult | None]]] = {
         **{v[0]: functools.partial(grade_part, v, shared) for v in baseline if shared},
-        **{v[0]: functools.partial(grade, v, fallback=False) for v in together},
+        **({HINTED: functools.partial(grade_hinted, together)} if together else {}),
     }
     workers = max(1, min(parallel, len(jobs), grouped.pool.size))
     if workers > 1:
@@ -280,7 +287,8 @@ def qualify(
             done = dict(zip(jobs, executor.map(lambda job: job(), jobs.values()), strict=True))
     else:
         done = {label: job() for label, job in jobs.items()}
-    graded = {label: r for label, r in done.items() if not isinstance(r, Receipt)}
+    hinted_results = done.pop(HINTED, {})
+    graded: dict[str, VariantResult | None] = dict(hinted_results) if isinstance(hinted_results, dict) else {}
     for variant in baseline:
         parts = [r] if isinstance(r := done.get(variant[0]), Receipt) else []
         if alone:
@@ -313,6 +321,49 @@ def static_problems(case: CaseSpec, result: Qualification) -> list[str]:
     result.promise_table = markdown(promises, case) if promises else ""
     problems.extend(f"promise table: {problem}" for problem in promise_problems)
     return problems
+
+
+#: The key of the one grading job that holds every hinted variant.
+HINTED = "hinted variants"
+
+
+def _grade_hinted(
+    grader: Grader,
+    case: CaseSpec,
+    chosen: list[tuple[Variant, Scenario | None]],
+    shown: Callable[[Variant], str],
+    progress: Progress | None,
+    parallel: int,
+) -> dict[str, VariantResult | None]:
+    """``chosen`` (variant, its hinted scenario) graded on that scenario alone, one judge for all."""
+    results: dict[str, VariantResult | None] = {}
+    with tempfile.TemporaryDirectory(prefix="trainfail-qualify-") as scratch:
+        jobs: list[Job] = []
+        trees: dict[str, str] = {}
+        for variant, scenario in chosen:
+            label, _, patch, _ = variant
+            if scenario is None:
+                results[label] = None
+                continue
+            workspace = Path(scratch) / f"v{len(jobs)}" / "workspace"
+            shutil.copytree(case.workspace_dir, workspace, symlinks=True)
+            if patch is not None:
+                apply_patch(workspace, patch)
+            trees[label] = tree_digest(workspace, exclude=(*ALWAYS_EXCLUDED, *case.workspace_exclude))
+            jobs.append(Job(label, workspace, scenario))
+            if progress:
+                progress(shown(variant), scenario.name, None)
+        started = time.time()
+        outcomes = grader.grade_many(jobs, parallel=parallel)
+    by_label = {v[0]: v for v, _ in chosen}
+    for label, found in outcomes.items():
+        variant = by_label[label]
+        if progress:
+            progress(shown(variant), found.scenario, found)
+        receipt = Receipt(case.id, trees[label], grader.grader_hash, (found,), created=started,
+                          duration_s=found.duration_s)  # fmt: skip
+        results[label] = VariantResult(shown(variant), variant[1], receipt) if rejected(variant[1], receipt) else None
+    return results
 
 
 def _joined(case: CaseSpec, parts: list[Receipt]) -> Receipt:

@@ -25,10 +25,13 @@ from gym_trainfail.admission import (
     load_record,
     record_path,
     record_status,
+    verdict_problems,
     write_record,
 )
 from gym_trainfail.cases import CaseSpec, load_case
 from gym_trainfail.cli import _parser, _write_admission_record, main
+from gym_trainfail.promises import check_promises
+from gym_trainfail.promises import to_json as promises_json
 from gym_trainfail.qualify import qualify
 from gym_trainfail.registry import default_registry
 from gym_trainfail.runtimes import Runtime
@@ -67,6 +70,7 @@ def _admitting_record(case: CaseSpec) -> Record:
         created="2026-12-01T00:00:00Z",
         harness_files=admission.harness_files(),
         diagnosis={"rubric": {"precision": 1.0, "recall": 1.0}},
+        promises=tuple(promises_json(check_promises(case)[0])),
     )
 
 
@@ -147,11 +151,11 @@ def test_tool_caches_in_a_case_folder_leave_its_record_current(recorded: CaseSpe
 
 def test_harness_and_lock_changes_void_a_record(recorded: CaseSpec, monkeypatch: pytest.MonkeyPatch) -> None:
     files = admission.harness_files()
-    assert "grading.py" in files and any(name.startswith("harnesslib/") for name in files)
-    monkeypatch.setattr(admission, "harness_files", lambda: {**files, "grading.py": "0" * 64})
+    assert "grading/grader.py" in files and any(name.startswith("harnesslib/") for name in files)
+    monkeypatch.setattr(admission, "harness_files", lambda: {**files, "grading/grader.py": "0" * 64})
     status = record_status(recorded)
     assert status.state == "stale" and status.changed == ("harness",)
-    assert "gym_trainfail/grading.py" in status.detail
+    assert "gym_trainfail/grading/grader.py" in status.detail
     monkeypatch.undo()
     monkeypatch.setattr(admission, "runtime_lock_digest", lambda variant=None: "1" * 64)
     assert record_status(recorded).changed == ("runtime_lock",)
@@ -464,3 +468,19 @@ def test_alone_scenarios_are_graded_by_themselves(case_copy: Path, runtime: Runt
 
 def _qualify_args(extra: list[str]) -> argparse.Namespace:
     return _parser().parse_args(["qualify", "ignored", "--sandbox", "bwrap", *extra])
+
+
+def test_a_record_whose_promise_table_is_not_the_cases_is_invalid(recorded: CaseSpec) -> None:
+    """The record keeps the promise table the case was admitted with; an uncovered class added
+    since (or a table edited into the record) makes it invalid, naming the class."""
+    table = recorded.grader_dir / "promises.toml"
+    record = load_record(recorded)
+    assert record is not None and [p["name"] for p in record.promises] == ["answer"]
+    write_record(recorded, replace(record, promises=()))
+    assert "its promise table is not the case's" in record_status(recorded).detail
+    write_record(recorded, record)
+    table.write_text(table.read_text() + '\n[[promise.class]]\nname = "three devices"\nscenarios = []\n')
+    # the grader changed, so the record is stale first; its table check names the uncovered class
+    assert record_status(load_case(recorded.root)).state == "stale"
+    problems = verdict_problems(load_case(recorded.root), record)
+    assert any("class 'three devices': uncovered" in p for p in problems), problems

@@ -35,9 +35,10 @@ from gym_trainfail.batch.status import read_status
 from gym_trainfail.batch.worker import execute_attempt
 from gym_trainfail.cases import CaseSpec, load_case
 from gym_trainfail.cli import main
-from gym_trainfail.errors import SandboxUnavailableError, TrainFailError
+from gym_trainfail.errors import GradingError, SandboxUnavailableError, TrainFailError
 from gym_trainfail.files import apply_patch
-from gym_trainfail.grading import Grader
+from gym_trainfail.grading import Grader, Job
+from gym_trainfail.grading.phases import Phases
 from gym_trainfail.runtimes import Runtime
 from tests.batch_support import REPO, register_chaos_agent
 from tests.conftest import ECHO_CASE, make_echo_group_case
@@ -72,7 +73,7 @@ def attempts(layout: RunLayout, episode: str) -> list[str]:
 
 
 def test_plan_covers_every_combination_and_is_written_first(tmp_path: Path, echo_case: CaseSpec) -> None:
-    cases = resolve_cases([str(ECHO_CASE), "TrainFail/DDPTokenAverage-v0"])
+    cases = resolve_cases([str(ECHO_CASE), "TrainFail/DDPTokenAverage-v1"])
     plan = make_plan(cases, ["control", "traincheck"], ["reference", "noop"], 2)
     assert len(plan.episodes) == 2 * 2 * 2 * 2
     assert plan.episodes[0].id == "Echo-v0.control.reference.t1"
@@ -99,16 +100,16 @@ def test_plan_refuses_a_different_batch_in_the_same_directory(tmp_path: Path) ->
 def test_a_batch_grows_by_cases_without_replaying_the_others(tmp_path: Path) -> None:
     layout = RunLayout(tmp_path / "run")
     echo = resolve_cases([str(ECHO_CASE)])
-    both = resolve_cases(["TrainFail/DDPTokenAverage-v0", str(ECHO_CASE)])
+    both = resolve_cases(["TrainFail/DDPTokenAverage-v1", str(ECHO_CASE)])
     first = write_plan(layout, make_plan(echo, ["control"], ["noop"], 1, sandbox="bwrap"))
     grown = write_plan(layout, make_plan(both, ["control"], ["noop"], 1, sandbox="bwrap"))
     assert grown.episodes[: len(first.episodes)] == first.episodes and grown.created == first.created
-    assert [e.case for e in grown.episodes] == ["TrainFailTest/Echo-v0", "TrainFail/DDPTokenAverage-v0"]
-    assert grown.spec.cases == ("TrainFailTest/Echo-v0", "TrainFail/DDPTokenAverage-v0")
+    assert [e.case for e in grown.episodes] == ["TrainFailTest/Echo-v0", "TrainFail/DDPTokenAverage-v1"]
+    assert grown.spec.cases == ("TrainFailTest/Echo-v0", "TrainFail/DDPTokenAverage-v1")
     assert load_plan(layout) == grown
     # the grown batch resumes as itself; fewer cases, or more cases with other arguments, are refused
     assert write_plan(layout, make_plan(both, ["control"], ["noop"], 1, sandbox="bwrap")) == grown
-    for cases, trials in ((echo, 1), (both + resolve_cases(["TrainFail/TPClipGradNorm-v0"]), 2)):
+    for cases, trials in ((echo, 1), (both + resolve_cases(["TrainFail/TPClipGradNorm-v1"]), 2)):
         with pytest.raises(TrainFailError, match="already holds a different batch"):
             write_plan(layout, make_plan(cases, ["control"], ["noop"], trials, sandbox="bwrap"))
     assert load_plan(layout) == grown
@@ -122,13 +123,13 @@ def test_a_later_version_of_a_case_supersedes_its_episodes(tmp_path: Path) -> No
     toml = later / "case.toml"
     toml.write_text(toml.read_text().replace('"TrainFailTest/Echo-v0"', '"TrainFailTest/Echo-v1"'))
     layout = RunLayout(tmp_path / "run")
-    before = resolve_cases(["TrainFail/DDPTokenAverage-v0", str(ECHO_CASE)])
-    after = resolve_cases(["TrainFail/DDPTokenAverage-v0", str(later)])
+    before = resolve_cases(["TrainFail/DDPTokenAverage-v1", str(ECHO_CASE)])
+    after = resolve_cases(["TrainFail/DDPTokenAverage-v1", str(later)])
     first = write_plan(layout, make_plan(before, ["control"], ["noop"], 1, sandbox="bwrap"))
     grown = write_plan(layout, make_plan(after, ["control"], ["noop"], 1, sandbox="bwrap"))
-    assert [e.case for e in grown.episodes] == ["TrainFail/DDPTokenAverage-v0", "TrainFailTest/Echo-v1"]
+    assert [e.case for e in grown.episodes] == ["TrainFail/DDPTokenAverage-v1", "TrainFailTest/Echo-v1"]
     assert grown.episodes[0] == first.episodes[0] and grown.created == first.created
-    assert grown.spec.cases == ("TrainFail/DDPTokenAverage-v0", "TrainFailTest/Echo-v1")
+    assert grown.spec.cases == ("TrainFail/DDPTokenAverage-v1", "TrainFailTest/Echo-v1")
     assert load_plan(layout) == grown
     # going back to the earlier version is not an update: refused, the plan kept
     with pytest.raises(TrainFailError, match="already holds a different batch"):
@@ -455,13 +456,13 @@ def test_one_scenario_launches_share_one_judge_but_never_a_run(
     revisions = _echo_revisions(echo_case, tmp_path / "revisions")
     single = Grader(case, sandbox="bwrap", cache=False, runtime=runtime, group_scenarios=False)
     phases: list[str] = []
-    original = Grader._phase
+    original = Phases.phase
 
-    def spy(self: Grader, label: str, *args: Any, **kwargs: Any) -> Any:
+    def spy(self: Phases, label: str, *args: Any, **kwargs: Any) -> Any:
         phases.append(label)
         return original(self, label, *args, **kwargs)
 
-    monkeypatch.setattr(Grader, "_phase", spy)
+    monkeypatch.setattr(Phases, "phase", spy)
     receipt = single.grade_dir(revisions[1])
     assert receipt.status == "pass"
     names = [s.name for s in case.scenarios]
@@ -483,7 +484,7 @@ def test_one_scenario_launches_share_one_judge_but_never_a_run(
     judges = sorted(p for p in phases if p.startswith("grade-judge"))
     assert judges == ["grade-judge-1", f"grade-judge-{len(names) - 1}"], judges
     plain = Grader(case, sandbox="bwrap", cache=False, runtime=runtime, parallel_scenarios=2, group_scenarios=False)
-    monkeypatch.setattr(Grader, "_phase", original)
+    monkeypatch.setattr(Phases, "phase", original)
     expected = {o.scenario: (o.status, o.reason) for o in plain.grade_dir(broken).outcomes}
     assert {name: (o.status, o.reason) for name, o in outcomes.items()} == expected
     assert outcomes["answer"].status == "fail"
@@ -521,3 +522,35 @@ def test_grading_report_is_the_stage_handoff(tmp_path: Path, runtime: Runtime, b
     report = json.loads(layout.grading_report.read_text())
     assert (report["revisions"], report["unique_trees"], report["errors"]) == (1, 1, 0)
     assert report["per_tree"][0]["status"] == "fail"
+
+
+def test_several_revisions_share_one_judge_and_keep_their_own_verdicts(
+    tmp_path: Path, echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Qualification's hinted variants: each revision's run in a sandbox of its own, one judge for
+    every clean run (under names of their own), a run that did not end cleanly judged on its own,
+    and each verdict the revision's alone would get."""
+    original, repaired, wrong = _echo_revisions(echo_case, tmp_path / "revisions")
+    (wrong / "exit-alone-3").write_text("answer\n")  # this one's run exits 3 after leaving its outputs
+    grader = Grader(echo_case, sandbox="bwrap", cache=False, runtime=runtime, group_scenarios=False)
+    phases: list[str] = []
+    original_phase = Phases.phase
+
+    def spy(self: Phases, label: str, *args: Any, **kwargs: Any) -> Any:
+        phases.append(label)
+        return original_phase(self, label, *args, **kwargs)
+
+    monkeypatch.setattr(Phases, "phase", spy)
+    answer, runs = echo_case.scenario("answer"), echo_case.scenario("runs")
+    jobs = [Job("original", original, answer), Job("reference", repaired, answer),
+            Job("reference-runs", repaired, runs), Job("wrong", wrong, answer)]  # fmt: skip
+    outcomes = grader.grade_many(jobs, parallel=2)
+    assert {key: o.status for key, o in outcomes.items()} == {
+        "original": "fail", "reference": "pass", "reference-runs": "pass", "wrong": "fail"
+    }  # fmt: skip
+    assert all(o.scenario in ("answer", "runs") for o in outcomes.values()), "verdicts keep the scenarios' names"
+    assert sorted(p for p in phases if p.startswith("grade-run")) == ["grade-run-1x1"] + ["grade-run-1x2"] * 3
+    # three clean runs share one judge; the run that exited 3 is judged by itself
+    assert sorted(p for p in phases if p.startswith("grade-judge")) == ["grade-judge-1", "grade-judge-3"]
+    with pytest.raises(GradingError, match="unique"):
+        grader.grade_many([Job("x", original, answer), Job("x", repaired, answer)])

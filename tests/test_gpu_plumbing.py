@@ -24,7 +24,8 @@ from gym_trainfail.cases import CaseSpec
 from gym_trainfail.devices import GPU_IDS_ENV, Device, DevicePool, Lease, query_gpus
 from gym_trainfail.env import TrainFailEnv
 from gym_trainfail.errors import SandboxUnavailableError, TrainFailError
-from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome
+from gym_trainfail.grading import Receipt, ScenarioOutcome
+from gym_trainfail.grading.phases import HARNESS_ENV, Phases
 from gym_trainfail.harnesslib import determinism
 from gym_trainfail.qualify import VariantResult, metric_drift, numeric_metrics
 from gym_trainfail.runtimes import Pin, Runtime, _check_variant, cuda_pip_env, lock_plan
@@ -261,13 +262,13 @@ def test_grader_run_phases_on_gpus_are_deterministic(
         def close(self) -> None:
             pass
 
-    monkeypatch.setattr("gym_trainfail.grading.create_sandbox", lambda name, config: Recorder())
-    grader = Grader.__new__(Grader)
-    grader.runtime, grader.sandbox = runtime, "process"
+    monkeypatch.setattr("gym_trainfail.grading.phases.create_sandbox", lambda name, config: Recorder())
+    phases = Phases.__new__(Phases)
+    phases.runtime, phases.sandbox = runtime, "process"
     now = time.time()
     for devices in (gpus(0, 1), (Device("cpu", 0),)):
-        grader._phase("grade-run", tmp_path, (), ["true"], 5, Lease(devices=devices, queued_at=now, started_at=now))
-    assert seen == [DETERMINISTIC_GPU_ENV, None]
+        phases.phase("grade-run", tmp_path, (), ["true"], 5, Lease(devices=devices, queued_at=now, started_at=now))
+    assert seen == [{**HARNESS_ENV, **DETERMINISTIC_GPU_ENV}, HARNESS_ENV]
     assert DETERMINISTIC_GPU_ENV["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
     assert (DETERMINISTIC_GPU_ENV["NCCL_ALGO"], DETERMINISTIC_GPU_ENV["NCCL_PROTO"]) == ("Ring", "Simple")
 
@@ -367,9 +368,9 @@ def test_doctor_shows_gpus_variant_and_runnable_cases(fake_gpus: Path, monkeypat
     assert report["cases_runnable_in_full"]
     assert all(v.startswith(("yes", "no: needs")) for v in report["cases_runnable_in_full"].values())
     # GPUs are here but the runtime is the cpu variant: a cuda profile says what to pass.
-    assert "--accelerator cuda" in report["profiles"]["TrainFail/TPClipGradNorm-v0 native"]
+    assert "--accelerator cuda" in report["profiles"]["TrainFail/TPClipGradNorm-v1 native"]
     monkeypatch.setenv("TRAINFAIL_RUNTIME_VARIANT", "cuda")
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         assert cli.main(["doctor", "--json"]) == 0
-    assert json.loads(buffer.getvalue())["profiles"]["TrainFail/TPClipGradNorm-v0 native"] == "yes (cuda)"
+    assert json.loads(buffer.getvalue())["profiles"]["TrainFail/TPClipGradNorm-v1 native"] == "yes (cuda)"
