@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from gym_trainfail.arms import Arm
-from gym_trainfail.devices import Device, DevicePool
+from gym_trainfail.devices import DevicePool
+from gym_trainfail.hardware import Device
 from gym_trainfail.ledger import Ledger
 from gym_trainfail.revisions import Checkpoints, RevisionLog
 from gym_trainfail.sandbox import ExecResult, Limits, Sandbox

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from gym_trainfail.devices import DevicePool, query_gpus
+from gym_trainfail.devices import DevicePool
+from gym_trainfail.hardware import query_gpus
 from gym_trainfail.registry import default_registry
 from gym_trainfail.runtimes import Runtime, find_runtime
 from gym_trainfail.sandbox import backend_status, create_sandbox

@@ -21,11 +21,12 @@ from gym_trainfail import cli
 from gym_trainfail.arms import get_arm
 from gym_trainfail.batch.ray_runner import ray_assigned_gpus
 from gym_trainfail.cases import CaseSpec
-from gym_trainfail.devices import GPU_IDS_ENV, Device, DevicePool, Lease, query_gpus
+from gym_trainfail.devices import DevicePool, Lease
 from gym_trainfail.env import TrainFailEnv
 from gym_trainfail.errors import SandboxUnavailableError, TrainFailError
 from gym_trainfail.grading import Receipt, ScenarioOutcome
 from gym_trainfail.grading.phases import HARNESS_ENV, Phases
+from gym_trainfail.hardware import GPU_IDS_ENV, Device, query_gpus
 from gym_trainfail.harnesslib import determinism
 from gym_trainfail.qualify import VariantResult, metric_drift, numeric_metrics
 from gym_trainfail.runtimes import Pin, Runtime, _check_variant, cuda_pip_env, lock_plan

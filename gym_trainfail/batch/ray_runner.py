@@ -26,8 +26,8 @@ from typing import Any
 from gym_trainfail.batch.layout import RunLayout
 from gym_trainfail.batch.plan import PlannedEpisode
 from gym_trainfail.batch.worker import AttemptResult, execute_attempt
-from gym_trainfail.devices import GPU_IDS_ENV
 from gym_trainfail.errors import TrainFailError
+from gym_trainfail.hardware import GPU_IDS_ENV
 
 
 def load_ray() -> Any:

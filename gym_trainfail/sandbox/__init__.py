@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 
-from gym_trainfail.devices import Device
 from gym_trainfail.errors import SandboxUnavailableError
+from gym_trainfail.hardware import Device
 from gym_trainfail.sandbox import bwrap
 from gym_trainfail.sandbox.base import (
     WORKSPACE,

@@ -16,8 +16,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
 
-from gym_trainfail.devices import Device
 from gym_trainfail.errors import SandboxLostError
+from gym_trainfail.hardware import Device
 from gym_trainfail.runtimes import Runtime
 
 #: Where the workspace appears inside isolating sandboxes.

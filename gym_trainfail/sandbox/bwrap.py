@@ -26,8 +26,8 @@ import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from gym_trainfail.devices import Device
 from gym_trainfail.errors import SandboxLostError, SandboxUnavailableError
+from gym_trainfail.hardware import Device
 from gym_trainfail.paths import home
 from gym_trainfail.sandbox.base import WORKSPACE, ExecResult, Limits, Sandbox, SandboxConfig
 from gym_trainfail.sandbox.disk import scratch_bytes, shm_bytes

@@ -63,8 +63,8 @@ from docker.models.containers import Container
 from docker.types import DeviceRequest
 from docker.types import Mount as DockerMount
 
-from gym_trainfail.devices import Device
 from gym_trainfail.errors import SandboxLostError, SandboxUnavailableError
+from gym_trainfail.hardware import Device
 from gym_trainfail.paths import home
 from gym_trainfail.sandbox.base import WORKSPACE, ExecResult, Limits, Mount, Sandbox, SandboxConfig
 from gym_trainfail.sandbox.disk import scratch_bytes, shm_bytes

@@ -2,8 +2,9 @@
 
 An image holds the same runtime as the bubblewrap backend: the build runs the same builder
 (:func:`gym_trainfail.runtimes.build_runtime`) inside the image, from the same lock
-(``containers/runtime/requirements-<arm>-<variant>.lock``, installed with ``--require-hashes``),
-so both backends hold the same bytes. Nothing is fetched during the build (network none):
+(``containers/runtime/requirements-<arm>-<variant>.lock``, installed with ``--require-hashes``,
+by the host's uv carried in the build context, or by pip when the host has no uv), so both
+backends hold the same packages. Nothing is fetched during the build (network none):
 
 * **wheelhouse**: ``pip download --no-deps --require-hashes`` of exactly the lock's artifacts
   (and the build tools its sdists need, pinned in its header) into
@@ -38,6 +39,7 @@ from typing import Any
 from gym_trainfail.arms import Arm, get_arm
 from gym_trainfail.errors import SandboxUnavailableError, TrainFailError
 from gym_trainfail.hashing import bytes_digest, file_digest
+from gym_trainfail.installer import find_uv
 from gym_trainfail.paths import containers_dir, home
 from gym_trainfail.runtimes import (
     DECOY_MODULE,
@@ -358,8 +360,24 @@ def image_tag(arm: Arm, inputs: str, variant: str = DEFAULT_VARIANT) -> str:
     return f"{IMAGE_REPOSITORY}:{arm.name}-{infix}{inputs[:16]}"
 
 
-def write_context(target: Path, arm: Arm, wheels: list[Path]) -> None:
-    """The build context as a tar file: Dockerfile, PID-1 script, builder, the arm's files, wheels."""
+#: Where the build context carries the host's uv (the Dockerfile installs with it when present).
+CONTEXT_UV = "builder/bin/uv"
+
+
+def context_installer(progress: Progress = _quiet) -> Path | None:
+    """The uv executable the image build installs the runtime with: the one the host's runtime
+    builds use (:func:`gym_trainfail.installer.find_uv`), or ``None`` (the build uses pip)."""
+    uv, why = find_uv()
+    if uv is None:
+        progress(f"the image build installs with pip: {why}")
+        return None
+    progress(f"the image build installs with {uv.label} (the host's, {uv.path})")
+    return uv.path
+
+
+def write_context(target: Path, arm: Arm, wheels: list[Path], uv: Path | None = None) -> None:
+    """The build context as a tar file: Dockerfile, PID-1 script, builder, the arm's files, wheels,
+    and the installer (``uv``; absent, the build installs with pip)."""
     containers = containers_dir()
     with tarfile.open(target, "w") as tar:
         tar.add(dockerfile(), "Dockerfile")
@@ -371,6 +389,9 @@ def write_context(target: Path, arm: Arm, wheels: list[Path]) -> None:
             tar.add(path, f"builder/containers/{path.relative_to(containers)}")
         for wheel in wheels:
             tar.add(wheel, f"builder/wheels/{wheel.name}")
+        if uv is not None:
+            # A static binary: it runs in any glibc base image, with no Python package around it.
+            tar.add(uv.resolve(), CONTEXT_UV)
 
 
 @dataclass(frozen=True)
@@ -423,7 +444,7 @@ def build_image(
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="trainfail-image-", dir=_scratch()) as scratch:
         context = Path(scratch) / "context.tar"
-        write_context(context, plan.arm, wheels)
+        write_context(context, plan.arm, wheels, context_installer(progress))
         size = context.stat().st_size / 2**20
         progress(f"building {plan.tag} on {plan.base} ({size:.0f} MiB context; several minutes)")
         _run_build(engine, plan, context, progress)
@@ -491,7 +512,7 @@ def _follow_build(stream: Iterable[dict[str, Any]], out: Any, progress: Progress
         if text:
             out.write(text)
             line = text.strip()
-            if line.startswith("Step ") or line.startswith("runtime ") or line.startswith("installing"):
+            if line.startswith(("Step ", "runtime ", "installing", "installed")):
                 progress(line[:160])
         if "error" in chunk:
             out.write(f"ERROR: {chunk['error']}\n")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from gym_trainfail.devices import Device
+from gym_trainfail.hardware import Device
 from gym_trainfail.sandbox.base import SandboxConfig
 from gym_trainfail.sandbox.gpu import cuda_visible_devices, gpu_infos
 

@@ -26,7 +26,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from gym_trainfail.devices import Device, GpuInfo, query_gpus
+from gym_trainfail.hardware import Device, GpuInfo, query_gpus
 
 #: Where the host's device nodes are (tests point it at fake nodes).
 DEV_DIR = Path("/dev")

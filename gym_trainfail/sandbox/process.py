@@ -13,7 +13,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from gym_trainfail.devices import Device
+from gym_trainfail.hardware import Device
 from gym_trainfail.sandbox.base import WORKSPACE, ExecResult, Sandbox, SandboxConfig
 from gym_trainfail.sandbox.environment import sandbox_env
 from gym_trainfail.sandbox.process_runner import AuditChannel, run_limited
