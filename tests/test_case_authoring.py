@@ -39,9 +39,16 @@ def test_gate_admits_the_scaffold_and_refuses_a_broken_case(
     tmp_path: Path, runtime: Runtime, bwrap_usable: None
 ) -> None:
     case = scaffold_case("ToyMean", tmp_path)
-    result = qualify(case, sandbox="bwrap", repeats=2)
+    # the scaffold is built on the case SDK: the kit and the judge are the case's parts only
+    kit, judge = (case.kit_dir / "run.py").read_text(), (case.grader_dir / "judge.py").read_text()
+    assert "runkit.case_kit(" in kit and "Pipeline(" in kit and "judgekit.JudgeKit(" in judge
+    assert "from compare import" in judge and "ScenarioBase" in (case.kit_dir / "scenario.py").read_text()
+    result = qualify(case, sandbox="bwrap", repeats=2, wrong_repairs=True)
     assert result.admitted, result.problems
-    assert [v.label for v in result.variants] == ["unmodified#1", "unmodified#2 (grouped)", "reference (grouped)"]
+    assert [v.label for v in result.variants] == [
+        "unmodified#1", "unmodified#2 (grouped)", "reference (grouped)", "wrong:local-count (grouped)"
+    ]  # fmt: skip
+    assert result.variants[-1].receipt.status == "fail"
     # The same case with the failure scenario declared healthy is refused, with the reason.
     scenarios = case.grader_dir / "scenarios.toml"
     scenarios.write_text(scenarios.read_text().replace('kind = "failure"', 'kind = "healthy"', 1))
