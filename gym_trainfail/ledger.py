@@ -17,7 +17,9 @@ since the epoch). Kinds:
 ``sandbox``     what happened to the sandbox (lost, restored)
 ``audit``       step, tool, source, report — what was seen of the arm's withheld or measured tool
                 (TrainCheck use, blocked attempts, mentions); see below
-``finish``      reason (``finish``, ``budget:<name>``, ``reset``, ``close``)
+``interrupted`` step, tool — a call the server stopped at its second SIGTERM/SIGINT (it never gets
+                a ``step`` event: a resume restores the last completed step's checkpoint)
+``finish``      reason (``finish``, ``budget:<name>``, ``reset``, ``close``, ``interrupted``)
 
 ``audit`` events are the only kind that carries what came out of a sandbox, and nothing reads
 them as any other kind. ``source`` says who saw it: ``watch`` (the host's inotify watch on its

@@ -3,7 +3,8 @@
 An action is ``{"tool": NAME, "arguments": {...}}`` as JSON text or as a dict. The
 OpenAI shape ``{"name": NAME, "arguments": "<json>"}`` is accepted too, since agent loops often
 pass a model's tool call through unchanged. Anything else is a :class:`ToolError` whose
-message says what was expected.
+message says what was expected. An action's size is :func:`action_chars` (one rule for every
+way an action arrives: in-process as text or a dict, or over ``trainfail serve``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gym_trainfail.errors import ToolError
+from gym_trainfail.text import ACTION_MAX_CHARS
 
 DEFAULT_SHELL_TIMEOUT_S = 120
 MAX_SHELL_TIMEOUT_S = 1800
@@ -129,6 +131,21 @@ class ToolCall:
 
 
 ACTION_SHAPE = 'expected a JSON object {"tool": "<name>", "arguments": {...}}'
+#: JSON text may spell one character as a 12-character escape (a surrogate pair such as ``\ud83d\ude00``):
+#: text longer than this cannot hold an action within :data:`ACTION_MAX_CHARS`, and is not parsed.
+ACTION_MAX_TEXT_CHARS = 12 * ACTION_MAX_CHARS
+
+
+def action_chars(action: Mapping[str, Any]) -> int:
+    """The size the action limit counts: characters of the action written as compact JSON with
+    every character as itself (``json.dumps(action, ensure_ascii=False, separators=(",", ":"))``).
+
+    A CJK character or an emoji counts one, however a client escaped it on the wire, so the same
+    action has the same size in-process (text or dict) and over ``trainfail serve``."""
+    try:
+        return len(json.dumps(action, ensure_ascii=False, separators=(",", ":"), default=str))
+    except (ValueError, RecursionError) as exc:  # a circular or absurdly deep dict (in-process only)
+        raise ToolError(f"the action cannot be written as JSON ({exc}); {ACTION_SHAPE}") from None
 
 
 def parse_action(action: object, specs: list[dict[str, Any]]) -> ToolCall:
@@ -136,12 +153,20 @@ def parse_action(action: object, specs: list[dict[str, Any]]) -> ToolCall:
     if isinstance(action, bytes):
         action = action.decode("utf-8", "replace")
     if isinstance(action, str):
+        if len(action) > ACTION_MAX_TEXT_CHARS:
+            raise ToolError(f"the action text is {len(action):,} characters; the limit is {ACTION_MAX_CHARS:,} "
+                            "characters of the action as JSON (each character counted once)")  # fmt: skip
         try:
             action = json.loads(action)
         except json.JSONDecodeError as exc:
             raise ToolError(f"the action is not valid JSON ({exc.msg} at position {exc.pos}); {ACTION_SHAPE}") from None
+        except RecursionError:
+            raise ToolError(f"the action nests too deeply to parse; {ACTION_SHAPE}") from None
     if not isinstance(action, Mapping):
         raise ToolError(f"the action is a {type(action).__name__}; {ACTION_SHAPE}")
+    if (size := action_chars(action)) > ACTION_MAX_CHARS:
+        raise ToolError(f"the action is {size:,} characters; the limit is {ACTION_MAX_CHARS:,} characters of the "
+                        "action as JSON (each character counted once)")  # fmt: skip
     name = action.get("tool", action.get("name"))
     if not isinstance(name, str):
         raise ToolError(f"the action has no tool name; {ACTION_SHAPE}")

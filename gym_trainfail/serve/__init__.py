@@ -1,9 +1,11 @@
 """Every registered case as an OpenEnv environment server (``trainfail serve``, extra ``[serve]``).
 
-:mod:`.models` holds the wire types, :mod:`.session` one episode per WebSocket session,
-:mod:`.auth` the bearer-token guard, :mod:`.app` the application and its runner,
-:mod:`.client` a typed OpenEnv client. ``docs/serving.md`` explains the session model and
-security.
+:mod:`.models` holds the wire types, :mod:`.protocol` the ``/ws`` messages and how frames are
+read, :mod:`.session` one episode per WebSocket session, :mod:`.claims` one session per episode,
+:mod:`.auth` the bearer-token guard, :mod:`.guard` the limits before the token, :mod:`.app` the
+application (exactly its documented routes) and its runner (start, signals), :mod:`.client` a
+typed OpenEnv client. ``docs/serving.md`` explains the session model, frames, shutdown, routes
+and security.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """Bearer-token guard for every HTTP request and WebSocket handshake of ``trainfail serve``.
 
 A pure ASGI middleware: it answers before the application sees the request, so no route
-(OpenEnv's, FastAPI's docs, anything added later) is reachable without the token. The
-token is compared in constant time (:func:`hmac.compare_digest`).
+(anything added later included) is reachable without the token. The token is compared in
+constant time (:func:`hmac.compare_digest`). Every HTTP response, refusals and answers alike,
+carries ``Connection: close``: an HTTP connection serves one request (the routes are small
+informational GETs), so no idle keep-alive connection holds a descriptor.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class BearerAuth:
         self._expected = f"Bearer {check_token(token)}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            send = _closing(send)
         if scope["type"] not in ("http", "websocket") or self.authorized(scope):
             await self.app(scope, receive, send)
             return
@@ -74,3 +78,15 @@ class BearerAuth:
         if len(values) != 1 or len(values[0]) > MAX_HEADER_CHARS:
             return False
         return hmac.compare_digest(bytes(values[0]), self._expected)
+
+
+def _closing(send: Send) -> Send:
+    """``send`` with ``Connection: close`` on the response (one request per HTTP connection)."""
+
+    async def send_closing(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = [(k, v) for k, v in message.get("headers", ()) if bytes(k).lower() != b"connection"]
+            message = {**message, "headers": [*headers, (b"connection", b"close")]}
+        await send(message)
+
+    return send_closing

@@ -16,6 +16,7 @@ from gym_trainfail.paths import episodes_dir
 from gym_trainfail.sandbox import resolve_backend
 from gym_trainfail.serve.app import LOOPBACK, bind, build_app, run
 from gym_trainfail.serve.auth import check_token, new_token
+from gym_trainfail.serve.guard import fd_budget
 from gym_trainfail.serve.session import ServeConfig
 
 #: Where the token may come from instead of a file (removed from the process environment once read).
@@ -50,6 +51,7 @@ def serve_command(args: argparse.Namespace, cases: list[CaseSpec]) -> int:
         profile=args.profile,
         grade_on_end=not args.no_grade,
     )
+    budget = fd_budget(max_sessions)  # refuses to start when the open-file limit leaves too little room
     app = build_app(config, token, max_sessions)
     if args.host not in LOOPBACK:
         print(
@@ -74,12 +76,12 @@ def serve_command(args: argparse.Namespace, cases: list[CaseSpec]) -> int:
         print(json.dumps(ready_line), flush=True)
         print(
             f"trainfail serve: {len(cases)} case(s) on {url} (WebSocket {url}/ws, schema {url}/schema), "
-            f"up to {max_sessions} sessions; episodes under {runs_root}",
+            f"up to {max_sessions} sessions; episodes under {runs_root}; {budget.describe()}",
             file=sys.stderr,
             flush=True,
         )
 
-    run(app, sock, ready)
+    run(app, sock, budget, ready)
     return 0
 
 

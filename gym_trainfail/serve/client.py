@@ -12,6 +12,7 @@ Any OpenEnv client works (the wire format is OpenEnv's); this one only knows the
 
 from __future__ import annotations
 
+import json
 from typing import Any, cast
 
 from openenv.core.client_types import StepResult
@@ -34,6 +35,15 @@ class TrainFailClient(EnvClient):  # openenv ships no type information: EnvClien
         headers = {"Authorization": f"Bearer {token}", **options.pop("headers", {})}
         options.setdefault("message_timeout_s", STEP_TIMEOUT_S)
         super().__init__(base_url=base_url, headers=headers, **options)
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        """As OpenEnv's, but as UTF-8 text: a non-ASCII character costs 1-4 bytes of the frame, not
+        a 6- or 12-byte ``\\u`` escape, so every action within the size limit fits in a frame."""
+        await self._ensure_connected()
+        try:
+            await self._ws.send(json.dumps(message, ensure_ascii=False))
+        except UnicodeEncodeError:  # a lone surrogate has no UTF-8 form: escaped, as OpenEnv sends it
+            await self._ws.send(json.dumps(message))
 
     def _step_payload(self, action: TrainFailAction) -> dict[str, Any]:
         return cast(dict[str, Any], action.model_dump(exclude={"invalid", "metadata"}))

@@ -1,15 +1,16 @@
 """The wire types of ``trainfail serve``: OpenEnv action, observation and state models.
 
 An action is one tool call, as in-process. Whatever a client sends for a step becomes a
-:class:`TrainFailAction`: a payload that does not fit the schema, or one over the size limit,
-is kept as an ``invalid`` action carrying the reason, and the session answers it with an error
-observation through the env's own step (so it is a recorded step, as a bad action is
-in-process) instead of an error frame.
+:class:`TrainFailAction`: a payload that does not fit the schema is kept as an ``invalid``
+action carrying the reason, and the session answers it with an error observation through the
+env's own step (so it is a recorded step, as a bad action is in-process) instead of an error
+frame. The size limit is the env's own (:func:`gym_trainfail.tools.action_chars`, characters
+of the action as compact JSON, each character counted once): the server passes the action to
+``env.step`` as a dict, so an action gets the same answer in-process and over the server.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any, cast
 
 from openenv.core.env_server.types import Action, Observation, State
@@ -17,7 +18,8 @@ from pydantic import Field, ValidationError, model_validator
 
 from gym_trainfail.text import ACTION_MAX_CHARS
 
-#: The most characters a step's tool name and JSON-encoded arguments may take together.
+#: The most characters an action may take (:func:`gym_trainfail.tools.action_chars`: compact JSON,
+#: each character counted once, however the client escaped it).
 MAX_ACTION_CHARS = ACTION_MAX_CHARS
 MAX_TOOL_NAME_CHARS = 64
 
@@ -39,12 +41,6 @@ class TrainFailAction(Action):
         if isinstance(data, dict) and data.get("invalid") is not None:
             return cast(
                 TrainFailAction, cls.model_construct(invalid="'invalid' is set by the server, never by a client")
-            )
-        size = _size(data)
-        if size > MAX_ACTION_CHARS:
-            return cast(
-                TrainFailAction,
-                cls.model_construct(invalid=f"the action is {size} characters; the limit is {MAX_ACTION_CHARS}"),
             )
         try:
             action: TrainFailAction = handler(data)
@@ -72,15 +68,6 @@ class TrainFailState(State):
     arm: str | None = None
     run_dir: str | None = None
     done: bool = False
-
-
-def _size(data: Any) -> int:
-    if not isinstance(data, dict):
-        return 0
-    try:
-        return len(json.dumps(data, default=str))
-    except (TypeError, ValueError):
-        return 0
 
 
 def _describe(exc: ValidationError) -> str:
