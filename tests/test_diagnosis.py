@@ -291,7 +291,8 @@ def test_milestones_have_times_turns_token_ranges_and_device_seconds(
     request = m["first_device_request"]
     assert (request["raw_s"], request["turn"], request["step"], request["solver_device_seconds"]) == (4.0, 3, 2, 0.0)
     assert m["first_valid_submission"]["tokens_high"] == 1020 and m["first_valid_submission"]["adjusted_s"] == 12.0
-    assert found["symptom_jobs"] == [2] and found["statements"] == {"count": 4, "correct": 2, "undecided": 0}
+    assert found["symptom_jobs"] == [2]
+    assert found["statements"] == {"count": 4, "correct": 2, "hypothesised": 0, "undecided": 0}
     assert found["validation"] == {"jobs": 1, "device_seconds": 12.0, "distinct_commands": 1, "ranks": [2],
                                    "steps": None}  # fmt: skip
     assert found["engagement"] is None  # control arm
@@ -510,7 +511,7 @@ def test_a_conversation_on_the_ddp_case_reaches_every_milestone(
     """The real loop on the DDP case: it reads the culprit code, states the mechanism, runs a
     probe job that shows per-rank token counts, repairs, runs the pipeline and submits; the
     reward is 1, tokens match the endpoint, and `trainfail grade --json` has every milestone."""
-    case = get_case("TrainFail/DDPTokenAverage-v0")
+    case = get_case("TrainFail/DDPTokenAverage-v1")
     assert case.rubric is not None and case.rubric.study is not None
     study, devices = case.rubric.study, case.topology.devices_per_job
     fixed = patched_files(case.workspace_dir, case.reference_patch)
@@ -562,7 +563,7 @@ def test_the_issue_22_ddp_conversation_reaches_every_diagnosis_milestone(
     probe (the symptom detector marks that job) and then says the issue's sentence: all three
     diagnosis milestones, the runtime-supported one at that sentence."""
     monkeypatch.setattr("gym_trainfail.diagnosis.milestones.judge_heldout", lambda rubric, judge: None)  # not read here
-    rubric = get_case("TrainFail/DDPTokenAverage-v0").rubric
+    rubric = get_case("TrainFail/DDPTokenAverage-v1").rubric
     assert rubric is not None
     assert RubricJudge().judge(ISSUE_22_CONFIRMATION, rubric).correct is True
     mechanism = (

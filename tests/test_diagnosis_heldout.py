@@ -182,3 +182,121 @@ def test_qualify_diagnosis_only_runs_no_training() -> None:
     assert "diagnosis rubric (rubric judge) on 7 fixtures: precision 100%, recall 100%" in found.stdout
     assert "held-out statements (rubric judge) on 8: precision 100%, recall 100%" in found.stdout
     assert "qualifying" not in found.stderr  # no scenario was run
+
+
+# -- held-out schema v5: stance and mechanism labels, and the figures they give -------------------
+
+V5_HEAD = '[heldout]\ncase = "TrainFailTest/Echo-v0"\nauthor = "test"\nwritten = "2026-12-01T16:10:00Z"\n'
+MECHANISM = "ANSWER is 41 in report.py while the README documents 42."
+V5 = [
+    ("c1", "correct", "asserted", "right", MECHANISM),
+    ("c2", "correct", "asserted", "right", "Most likely " + MECHANISM[0].lower() + MECHANISM[1:]),
+    ("h1", "incorrect", "hypothesised", "right", "Hypothesis: " + MECHANISM),
+    ("h2", "incorrect", "hypothesised", "right", "I suspect " + MECHANISM[0].lower() + MECHANISM[1:]),
+    ("a1", "incorrect", "attributed", "right", f'Priya wrote: "{MECHANISM}" That is false.'),
+    ("w1", "incorrect", "withdrawn", "right", MECHANISM + " Edit: scratch that."),
+    ("d1", "incorrect", "denied", "right", "It is not true that " + MECHANISM[0].lower() + MECHANISM[1:]),
+    ("x1", "incorrect", "asserted", "wrong", "The interpreter rounds 41.5 down."),
+]  # fmt: skip
+
+
+def _v5(rows: list[tuple[str, str, str, str, str]], extra: str = "") -> str:
+    body = "".join(
+        f'\n[[statement]]\nid = "{i}"\nexpect = "{e}"\nstance = "{s}"\nmechanism = "{m}"\nstyle = "s"\n'
+        f'text = """{t}"""\n'
+        for i, e, s, m, t in rows
+    )
+    return V5_HEAD + body + extra
+
+
+def test_a_v5_set_gives_hypothesis_recall_and_rejection_per_stance(
+    case_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _rewrite(case_copy, _v5(V5))
+    case = load_case(case_copy)
+    heldout = load_heldout(case.grader_dir, case.id)
+    assert heldout is not None and case.rubric is not None
+    assert [s.withdrawn for s in heldout.statements] == [s == "withdrawn" for _, _, s, _, _ in V5]  # derived
+    check = check_heldout(heldout, case.rubric, RubricJudge())
+    assert (check.classified.precision, check.classified.recall) == (1.0, 1.0)
+    assert (check.hypotheses.statements, check.hypotheses.hits) == (2, 2) and check.hypothesis_false == 0
+    assert {stance: (share.statements, share.hits) for stance, share in check.rejected} == {
+        "withdrawn": (1, 1), "attributed": (1, 1), "denied": (1, 1)}  # fmt: skip
+    assert check.problems() == []
+    line = summary_line(check)
+    assert "hypotheses credited 100% (2/2)" in line and "attributed 100% (1/1)" in line and "denied 100%" in line
+    figures = check.to_json()
+    assert figures["hypothesis_recall"] == 1.0 and figures["rejection"]["attributed"]["rate"] == 1.0  # type: ignore[index]
+    assert main([str(case_copy), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)["TrainFailTest/Echo-v0"]
+    assert printed["rejection"]["denied"]["rejected"] == 1 and "misjudged" not in printed
+
+
+def test_v5_floors_refuse_a_rubric_that_misses_hypotheses_or_credits_refuted_claims(case_copy: Path) -> None:
+    # the attack: statements the rubric judge credits though their labels say they count for nothing,
+    # and a hypothesis it cannot read
+    credited = [
+        ("attrib-two", "incorrect", "attributed", "right", MECHANISM + " Priya agrees."),  # mislabelled: own claim
+        ("hypo-three", "incorrect", "hypothesised", "right", "Hypothesis: the constant is off by one."),
+    ]  # fmt: skip
+    _rewrite(case_copy, _v5(V5 + credited))
+    case = load_case(case_copy)
+    result = Qualification(case=case.id)
+    qualify_diagnosis(case, result)
+    assert result.heldout is not None
+    problems = " | ".join(result.diagnosis_problems)
+    assert "held-out precision 67% is below 95%" in problems
+    assert "held-out hypothesis recall 67% (2/3) is below 75%" in problems
+    assert "held-out attributed statements rejected 50% (1/2), below 95%" in problems
+    assert result.heldout.hypothesis_false == 1  # the attributed one, credited as a hypothesis too
+    assert "attrib-two" not in json.dumps(result.to_json())  # which ones: never in what the author reads
+
+
+def test_v5_misjudged_hypotheses_reach_an_auditor_only(case_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _rewrite(case_copy, _v5([*V5, ("h3", "incorrect", "hypothesised", "right", "Hypothesis: off by one.")]))
+    main([str(case_copy)])
+    assert "h3" not in capsys.readouterr().out
+    main([str(case_copy), "--show-misjudged"])
+    assert "misjudged: h3 [s] (expected credited as a hypothesis)" in capsys.readouterr().out
+
+
+BROKEN_V5 = [
+    ("stance without mechanism", 'stance = "hypothesised"\n', "", "give both or neither"),
+    ("mechanism without stance", "", 'mechanism = "right"\n', "give both or neither"),
+    ("unknown stance", 'stance = "certain"\n', 'mechanism = "right"\n', "stance: expected one of asserted"),
+    ("unknown mechanism", 'stance = "denied"\n', 'mechanism = "half"\n', "mechanism: expected 'right' or 'wrong'"),
+    ("correct but hypothesised", 'stance = "hypothesised"\n', 'mechanism = "right"\n', "correct exactly when"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("label", "stance", "mechanism", "message"), BROKEN_V5, ids=[b[0] for b in BROKEN_V5])
+def test_a_malformed_v5_statement_is_refused_with_the_reason(
+    case_copy: Path, label: str, stance: str, mechanism: str, message: str
+) -> None:
+    row = f'\n[[statement]]\nid = "z1"\nexpect = "correct"\n{stance}{mechanism}style = "s"\nwithdrawn = false\n'
+    row += 'text = "x"\n'
+    _rewrite(case_copy, _v5(V5, row))
+    case = load_case(case_copy)
+    with pytest.raises(HeldoutError, match=message) as raised:
+        load_heldout(case.grader_dir, case.id)
+    assert "statement[8]" in str(raised.value)
+
+
+def test_v5_labels_must_agree_with_expect_and_withdrawn(case_copy: Path) -> None:
+    for row, message in [
+        (("z1", "incorrect", "asserted", "right", "x"), "correct exactly when"),
+        (("z1", "correct", "asserted", "wrong", "x"), "correct exactly when"),
+    ]:
+        _rewrite(case_copy, _v5([*V5, row]))
+        with pytest.raises(HeldoutError, match=message):
+            load_heldout(load_case(case_copy).grader_dir, "TrainFailTest/Echo-v0")
+    for stance, withdrawn in (("denied", "true"), ("withdrawn", "false")):
+        extra = f'\n[[statement]]\nid = "z1"\nexpect = "incorrect"\nstance = "{stance}"\nmechanism = "right"\n' \
+                f'withdrawn = {withdrawn}\nstyle = "s"\ntext = "x"\n'  # fmt: skip
+        _rewrite(case_copy, _v5(V5, extra))
+        with pytest.raises(HeldoutError, match="withdrawn is true exactly for stance 'withdrawn'"):
+            load_heldout(load_case(case_copy).grader_dir, "TrainFailTest/Echo-v0")
+    # without a stance, withdrawn stays required (sets written before v5)
+    _rewrite(case_copy, V5_HEAD + '\n[[statement]]\nid = "z1"\nexpect = "correct"\nstyle = "s"\ntext = "x"\n')
+    with pytest.raises(HeldoutError, match="missing withdrawn"):
+        load_heldout(load_case(case_copy).grader_dir, "TrainFailTest/Echo-v0")

@@ -1,6 +1,8 @@
 """The LLM judge over real HTTP (the real ``openai`` client against the fake endpoint): per-concept
-answers with quotes the code checks, every malformed or unfounded answer undecided, withdrawals,
-verdicts cached by (statement, rubric, judge model), and the key kept out of every file."""
+stances with quotes the code checks, every malformed or unfounded answer undecided, the same
+stance rules as the rubric judge (hypothesised counts for the pre-run hypothesis only; withdrawn,
+attributed and denied for nothing), verdicts cached by (statement, rubric, judge model), and the
+key kept out of every file."""
 
 from __future__ import annotations
 
@@ -36,19 +38,20 @@ def judgements(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "home" / "judgements"
 
 
-def _answer(concepts: list[tuple[str, bool, str]], wrong: list[Any] | None = None, **extra: Any) -> str:
+def _answer(concepts: list[tuple[str, str, str]], wrong: list[Any] | None = None, **extra: Any) -> str:
     body: dict[str, Any] = {
-        "concepts": [{"name": n, "asserted": a, "quote": q} for n, a, q in concepts],
+        "concepts": [{"name": n, "stance": st, "quote": q} for n, st, q in concepts],
         "wrong": wrong or [],
-        "withdrawn": False,
         "rationale": "r",
     }
     return json.dumps({**body, **extra})
 
 
-def _both(rubric: Rubric, first: str = "ANSWER is 41", second: str = "the README documents 42") -> list[Any]:
+def _both(
+    rubric: Rubric, first: str = "ANSWER is 41", second: str = "the README documents 42", stance: str = "asserted"
+) -> list[Any]:
     a, b = (c.name for c in rubric.concepts)
-    return [(a, True, first), (b, True, second)]
+    return [(a, stance, first), (b, stance, second)]
 
 
 def _ask(rubric: Rubric, answers: list[str], statement: str = STATEMENT) -> tuple[list[Any], list[Any]]:
@@ -66,7 +69,9 @@ def test_a_founded_answer_is_a_verdict_with_evidence(rubric: Rubric) -> None:
     assert request["response_format"] == {"type": "json_object"} and request["temperature"] == 0
     assert f"<statement>\n{STATEMENT}\n</statement>" in request["messages"][1]["content"]
     system = request["messages"][0]["content"]
-    assert all(c.name in system for c in rubric.concepts) and "withdrawn" in system
+    assert all(c.name in system for c in rubric.concepts)
+    assert all(f'"{stance}"' in system for stance in ("asserted", "hypothesised", "withdrawn", "attributed", "denied"))
+    assert verdict.stance == "asserted" and verdict.hypothesis is True
 
 
 def test_quotes_that_are_not_in_the_statement_and_malformed_answers_are_undecided(rubric: Rubric) -> None:
@@ -76,13 +81,15 @@ def test_quotes_that_are_not_in_the_statement_and_malformed_answers_are_undecide
         _answer(_both(rubric, first="41")),  # too short to be evidence
         "The statement is correct.",  # not JSON
         '{"concepts": [',  # truncated JSON
-        _answer([(a, True, "ANSWER is 41")]),  # a concept left out
-        _answer([*_both(rubric), (a, True, "ANSWER is 41")]),  # a concept twice
-        _answer([(a, True, "ANSWER is 41"), ("the bug", True, "README")]),  # a name the rubric lacks
+        _answer([(a, "asserted", "ANSWER is 41")]),  # a concept left out
+        _answer([*_both(rubric), (a, "asserted", "ANSWER is 41")]),  # a concept twice
+        _answer([(a, "asserted", "ANSWER is 41"), ("the bug", "asserted", "README")]),  # a name the rubric lacks
         _answer(_both(rubric), correct=True),  # a key outside the schema
-        _answer(_both(rubric), withdrawn="no"),
-        json.dumps({"concepts": [{"name": a, "asserted": "yes", "quote": ""}], "withdrawn": False}),
-        _answer(_both(rubric), wrong=[{"name": "the interpreter rounds", "asserted": True, "quote": "it rounds"}]),
+        _answer(_both(rubric), withdrawn=False),  # the retired top-level key: the schema is closed
+        json.dumps({"concepts": [{"name": a, "asserted": True, "quote": "ANSWER is 41"}]}),  # the retired item shape
+        _answer(_both(rubric, stance="certain")),  # a stance that does not exist
+        _answer(_both(rubric, stance="hypothesised", second="the README documents 43")),  # unfounded hypothesis
+        _answer(_both(rubric), wrong=[{"name": "the interpreter rounds", "stance": "asserted", "quote": "it rounds"}]),
     ]
     verdicts, _ = _ask(rubric, answers)
     assert [v.correct for v in verdicts] == [None] * len(answers), [v.note for v in verdicts]
@@ -90,19 +97,47 @@ def test_quotes_that_are_not_in_the_statement_and_malformed_answers_are_undecide
     assert "leaves out" in verdicts[4].note and "twice" in verdicts[5].note
 
 
-def test_withdrawn_or_wrong_or_partial_answers_are_not_correct(rubric: Rubric) -> None:
+def test_stances_decide_the_diagnosis_and_the_hypothesis_readings(rubric: Rubric) -> None:
+    """The same rules as the rubric judge: asserted counts for both readings, hypothesised for the
+    pre-run hypothesis only, withdrawn, attributed and denied for nothing; a wrong explanation asserted
+    spoils both readings, one only hypothesised does not."""
     a, b = (c.name for c in rubric.concepts)
     statement = STATEMENT + " The interpreter rounds it. Edit: scratch that."
+    rounds = "the interpreter rounds"
     answers = [
-        _answer(_both(rubric), withdrawn=True),
-        _answer(_both(rubric), wrong=[{"name": "the interpreter rounds", "asserted": True, "quote": "rounds it"}]),
-        _answer([(a, True, "ANSWER is 41"), (b, False, "")]),
-        # whitespace runs compare as one space; unasserted items need no quote
-        _answer(_both(rubric, first="ANSWER  is\n41"), wrong=[{"name": "the interpreter rounds", "asserted": False}]),
+        _answer(_both(rubric, stance="withdrawn")),
+        _answer(_both(rubric), wrong=[{"name": rounds, "stance": "asserted", "quote": "rounds it"}]),
+        _answer([(a, "asserted", "ANSWER is 41"), (b, "absent", "")]),
+        # whitespace runs compare as one space; items that count for nothing need no founded quote
+        _answer(_both(rubric, first="ANSWER  is\n41"), wrong=[{"name": rounds, "stance": "denied", "quote": ""}]),
+        _answer(_both(rubric, stance="hypothesised")),
+        _answer([(a, "asserted", "ANSWER is 41"), (b, "hypothesised", "the README documents 42")]),
+        _answer(_both(rubric, stance="attributed")),
+        _answer(_both(rubric, stance="denied")),
+        _answer(
+            _both(rubric, stance="hypothesised"),
+            wrong=[{"name": rounds, "stance": "hypothesised", "quote": "rounds it"}],
+        ),
+        _answer(
+            _both(rubric, stance="hypothesised"), wrong=[{"name": rounds, "stance": "asserted", "quote": "rounds it"}]
+        ),
     ]
     verdicts, _ = _ask(rubric, answers, statement)
-    assert [v.correct for v in verdicts] == [False, False, False, True]
-    assert verdicts[0].withdrawn and verdicts[1].wrong == ("the interpreter rounds",)
+    readings = [(v.correct, v.hypothesis, v.stance) for v in verdicts]
+    assert readings == [
+        (False, False, "withdrawn"),
+        (False, False, "asserted"),
+        (False, False, None),
+        (True, True, "asserted"),
+        (False, True, "hypothesised"),
+        (False, True, "hypothesised"),
+        (False, False, "attributed"),
+        (False, False, "denied"),
+        (False, True, "hypothesised"),
+        (False, False, "hypothesised"),
+    ]
+    assert verdicts[0].withdrawn and verdicts[1].wrong == (rounds,)
+    assert verdicts[4].passage and verdicts[6].passage == ""  # a credited hypothesis shows its evidence
 
 
 def test_a_network_failure_is_undecided(rubric: Rubric) -> None:
@@ -120,7 +155,7 @@ def test_verdicts_are_cached_by_statement_rubric_and_model_and_the_key_stays_out
     monkeypatch.setenv(JUDGE_KEY_ENV, KEY)
     statements = [STATEMENT, "Nothing found yet."]
     a, b = (c.name for c in rubric.concepts)
-    script = [turn(content=_answer(_both(rubric))), turn(content=_answer([(a, False, ""), (b, False, "")]))]
+    script = [turn(content=_answer(_both(rubric))), turn(content=_answer([(a, "absent", ""), (b, "absent", "")]))]
     with FakeOpenAIServer(script) as server:
         first = judge_statements(statements, rubric, LLMJudge("judge-model", server.url))
         again = judge_statements(statements, rubric, LLMJudge("judge-model", server.url))  # from the cache
@@ -165,8 +200,8 @@ def test_denying_an_entailed_effect_is_a_wrong_explanation_for_the_llm_judge(rub
     assert denial in wrong_items(entailed) and denial in rubric_text(entailed)
     assert denial not in wrong_items(rubric)  # only where the rubric has one
     statement = STATEMENT + " Yet the report never shows 41."
-    denied = _answer(_both(entailed), wrong=[{"name": denial, "asserted": True, "quote": "never shows 41"}])
-    kept = _answer(_both(entailed), wrong=[{"name": denial, "asserted": False}])
+    denied = _answer(_both(entailed), wrong=[{"name": denial, "stance": "asserted", "quote": "never shows 41"}])
+    kept = _answer(_both(entailed), wrong=[{"name": denial, "stance": "absent"}])
     assert parse_answer(denied, entailed, statement).correct is False
     assert parse_answer(denied, entailed, statement).wrong == (denial,)
     assert parse_answer(kept, entailed, statement).correct is True

@@ -81,8 +81,9 @@ def _judge(statement: str) -> bool | None:
         "to suspect a memory leak.",
         # a disagreement aimed at a wrong explanation leaves the mechanism standing
         "A teammate blames a memory leak; I disagree with the memory leak theory. " + CORRECT,
-        # "If so, …" draws a consequence of the agent's own claim just before: not a supposition
-        "I suspect the planner misses the head. If so, three buffers are held while checkpoint inputs stay live, "
+        # "If so, …" draws a consequence of the agent's own (hedged but committed) claim just before: not a
+        # supposition ("I suspect …" only puts it forward: tests/test_diagnosis_stances.py)
+        "Most likely the planner misses the head. If so, three buffers are held while checkpoint inputs stay live, "
         "which would explain the OOM.",
         # a refutation that is not the whole sentence only takes back its own sentence
         "I looked at a memory leak; it was ruled out. " + CORRECT,
@@ -294,28 +295,22 @@ ENVS = Path(__file__).resolve().parents[1] / "envs"
 
 
 @pytest.mark.parametrize(
-    "folder",
-    [
-        "ddp_token_average",
-        "tp_clip_grad_norm",
-        "fsdp_source_coherence",
-        "admission_backward_oom",
-        "ddp_bypass_drift",
-        "resume_skip_batches",
-        "scheduler_per_process",
-        "tp_replica_clip_drift",
-    ],
+    "folder", sorted(p.parent.parent.parent.name for p in ENVS.glob("*/grader/diagnosis/rubric.toml"))
 )
 def test_each_rubric_classifies_its_development_statements(
     folder: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The rubrics' fixtures (author statements and the development batches, incl. negation-shaped
-    true statements and withdrawals) all judged as written; held-out sets are not read here."""
+    """The rubrics' fixtures (author statements, the development batches and the released held-out
+    sets, incl. negation-shaped true statements, withdrawals and, labelled with their stance, hypotheses,
+    attributions and denials) all judged as written, by both readings; held-out sets are not read here."""
     monkeypatch.setenv("TRAINFAIL_HOME", str(tmp_path))
     rubric = load_case(ENVS / folder).rubric
     assert rubric is not None and len(rubric.fixtures) >= 80
     check = check_fixtures(rubric, RubricJudge())
     assert check.misjudged == () and check.precision == check.recall == 1.0
+    assert check.hypothesis_recall == 1.0 and check.hypothesis_false == 0
+    stances = {f.stance for f in rubric.fixtures}
+    assert {"hypothesised", "withdrawn", "attributed", "denied"} <= stances, "every rubric has stance-labelled batches"
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,10 @@
 """A case's held-out diagnosis statements: ``grader/diagnosis/heldout.toml`` and its hash.
 
 Someone who has not seen the rubric's patterns writes correct and not-correct statements about
-the case's mechanism (in the styles agents write, with withdrawals among the not-correct ones)
-and hashes the file when done (``sha256sum heldout.toml > heldout.sha256``). The rubric is
-never tuned on it: qualification measures the deterministic judge on it and refuses a rubric
-below :data:`MIN_PRECISION` / :data:`MIN_RECALL`. A file whose hash no longer matches was
+the case's mechanism (in the styles agents write, with withdrawals, attributions and denials among
+the not-correct ones) and hashes the file when done (``sha256sum heldout.toml > heldout.sha256``).
+The rubric is never tuned on it: qualification measures the deterministic judge on it and refuses a
+rubric below the floors of :meth:`HeldoutCheck.problems`. A file whose hash no longer matches was
 changed after it was written and is refused. Like the rubric, it never reaches a sandbox and is
 left out of the grader hash. Schema (every key checked)::
 
@@ -13,13 +13,21 @@ left out of the grader hash. Schema (every key checked)::
     author = "..."
     written = "2026-12-01T16:30:00Z"
     [[statement]]
-    id = "c01"          # unique
-    expect = "correct"  # or "incorrect"
-    style = "terse"     # a free word
-    withdrawn = false   # true: a correct diagnosis followed by its own withdrawal (expect = "incorrect")
+    id = "c01"            # unique
+    expect = "correct"    # or "incorrect"
+    style = "terse"       # a free word
+    stance = "asserted"   # v5, optional with mechanism: asserted|hypothesised|withdrawn|attributed|denied
+    mechanism = "right"   # v5, optional with stance: right|wrong
+    withdrawn = false     # true: a diagnosis followed by its own withdrawal (expect = "incorrect");
+                          # optional when stance is given (then true exactly for stance = "withdrawn")
     text = \"\"\"...\"\"\"
 
-``python -m gym_trainfail.diagnosis.heldout CASE ...`` prints the figures (no training runs).
+``expect = "correct"`` exactly when ``mechanism = "right"`` and ``stance = "asserted"``. Sets
+written before v5 (no stance) keep working: their withdrawn statements count as right-mechanism
+withdrawals. ``python -m gym_trainfail.diagnosis.heldout CASE ...`` prints the figures (no training
+runs): diagnosis precision and recall, hypothesis recall (right-mechanism hypothesised statements the
+pre-run-hypothesis reading credits) and, per stance, how many right-mechanism withdrawn, attributed
+and denied statements neither reading credits.
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ from gym_trainfail.cases import supersedes
 from gym_trainfail.diagnosis.fixtures import FixtureCheck, Labelled, classify
 from gym_trainfail.diagnosis.judges import Judge, RubricJudge
 from gym_trainfail.diagnosis.llm_judge import LLMJudge
-from gym_trainfail.diagnosis.rubric import DIAGNOSIS_DIR, Rubric
+from gym_trainfail.diagnosis.rubric import DIAGNOSIS_DIR, Rubric, check_stance, expected_hypothesis
 from gym_trainfail.errors import CaseDefinitionError, TrainFailError
 from gym_trainfail.hashing import bytes_digest
 from gym_trainfail.registry import default_registry, resolve_case
@@ -48,6 +56,13 @@ HELDOUT_FILE = "heldout.toml"
 HASH_FILE = "heldout.sha256"
 MIN_PRECISION = 0.95
 MIN_RECALL = 0.75
+#: Of the right-mechanism hypothesised statements, how many the pre-run-hypothesis reading must credit.
+MIN_HYPOTHESIS_RECALL = 0.75
+#: Of the right-mechanism statements the agent withdraws, attributes to someone else or denies, how many
+#: neither reading may credit (per stance).
+MIN_REJECTION = 0.95
+#: The stances a right-mechanism statement counts for nothing in.
+REJECTED_STANCES = ("withdrawn", "attributed", "denied")
 MAX_FILE_BYTES = 2 * 1024 * 1024
 MAX_STATEMENTS = 1000
 MAX_TEXT_CHARS = 24_000
@@ -56,7 +71,7 @@ HASH_LINE = re.compile(r"([0-9a-fA-F]{64})(?:\s+\*?(.+?))?\s*")
 KEYS: Mapping[str, frozenset[str]] = {
     "": frozenset({"heldout", "statement"}),
     "heldout": frozenset({"case", "author", "written"}),
-    "statement": frozenset({"id", "expect", "style", "withdrawn", "text"}),
+    "statement": frozenset({"id", "expect", "style", "withdrawn", "text", "stance", "mechanism"}),
 }
 
 
@@ -73,6 +88,22 @@ class HeldoutStatement:
     style: str
     withdrawn: bool
     text: str
+    stance: str | None = None
+    mechanism: str | None = None
+
+    @property
+    def read_stance(self) -> str | None:
+        """The stance, or for a set written before v5 "withdrawn" for a withdrawn statement (a right
+        diagnosis followed by its own withdrawal) and "asserted" for a correct one."""
+        if self.stance is not None:
+            return self.stance
+        return "withdrawn" if self.withdrawn else "asserted" if self.correct else None
+
+    @property
+    def right(self) -> bool:
+        """Whether the statement states the right mechanism (in whatever stance); before v5, the correct
+        and the withdrawn statements do."""
+        return self.mechanism == "right" if self.mechanism is not None else self.correct or self.withdrawn
 
 
 @dataclass(frozen=True)
@@ -194,7 +225,8 @@ class _Check:
     def statement(self, node: object, where: str) -> HeldoutStatement:
         self.keys(node, "statement")
         assert isinstance(node, Mapping)
-        missing = KEYS["statement"] - set(node)
+        optional = {"stance", "mechanism"} | ({"withdrawn"} if "stance" in node else set())
+        missing = KEYS["statement"] - set(node) - optional
         if missing:
             self.fail(where, f"missing {', '.join(sorted(missing))}")
         ident = node["id"]
@@ -203,19 +235,43 @@ class _Check:
         expect = node["expect"]
         if expect not in ("correct", "incorrect"):
             self.fail(f"{where}.expect", f"expected 'correct' or 'incorrect', found {expect!r}")
-        withdrawn = node["withdrawn"]
+        stance, mechanism = node.get("stance"), node.get("mechanism")
+        withdrawn = node.get("withdrawn", stance == "withdrawn")
         if not isinstance(withdrawn, bool):
             self.fail(f"{where}.withdrawn", f"expected true or false, found {withdrawn!r}")
         if withdrawn and expect != "incorrect":
             self.fail(f"{where}.withdrawn", "a withdrawn diagnosis is not a diagnosis: set expect = 'incorrect'")
+        problem = check_stance(expect, stance, mechanism, withdrawn)
+        if problem is not None:
+            self.fail(where, problem)
         style = self.text(node, "style", f"{where}.style", 64)
         return HeldoutStatement(ident, expect == "correct", style, withdrawn,
-                                self.text(node, "text", f"{where}.text", MAX_TEXT_CHARS))  # fmt: skip
+                                self.text(node, "text", f"{where}.text", MAX_TEXT_CHARS),
+                                stance if isinstance(stance, str) else None,
+                                mechanism if isinstance(mechanism, str) else None)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Share:
+    """How many of some statements a reading got right (credited, or rejected)."""
+
+    statements: int
+    hits: int
+
+    @property
+    def rate(self) -> float | None:
+        return self.hits / self.statements if self.statements else None
+
+    def text(self) -> str:
+        return f"{_pct(self.rate)} ({self.hits}/{self.statements})"
 
 
 @dataclass(frozen=True)
 class HeldoutCheck:
-    """How a judge classified a held-out set."""
+    """How a judge classified a held-out set: the diagnosis reading's precision and recall
+    (``classified``), the pre-run-hypothesis reading's recall on right-mechanism hypothesised statements
+    (``hypotheses``) and, per stance, how many right-mechanism withdrawn, attributed and denied statements
+    neither reading credits (``rejected``)."""
 
     classified: FixtureCheck
     #: Withdrawn statements (a diagnosis followed by its own withdrawal) and how many were rejected.
@@ -223,19 +279,36 @@ class HeldoutCheck:
     withdrawn_rejected: int
     statements: int
     digest: str
+    hypotheses: Share = Share(0, 0)
+    rejected: tuple[tuple[str, Share], ...] = ()
+    #: Statements the pre-run-hypothesis reading credits though their labels say it must not (v5 sets).
+    hypothesis_false: int = 0
 
     @property
     def withdrawn_rejection(self) -> float | None:
         return self.withdrawn_rejected / self.withdrawn if self.withdrawn else None
 
+    def rejection(self, stance: str) -> Share:
+        return dict(self.rejected).get(stance, Share(0, 0))
+
     def problems(self) -> list[str]:
-        """Why the rubric is refused on this set (empty when it passes)."""
+        """Why the rubric is refused on this set (empty when it passes): diagnosis precision under
+        :data:`MIN_PRECISION` or recall under :data:`MIN_RECALL`; where the set has right-mechanism
+        hypothesised statements, hypothesis recall under :data:`MIN_HYPOTHESIS_RECALL`; per stance it has
+        right-mechanism statements of, a rejection rate of withdrawn, attributed or denied statements
+        under :data:`MIN_REJECTION`."""
         found = []
         precision, recall = self.classified.precision, self.classified.recall
         if precision is None or precision < MIN_PRECISION:
             found.append(f"held-out precision {_pct(precision)} is below {MIN_PRECISION:.0%}")
         if recall is None or recall < MIN_RECALL:
             found.append(f"held-out recall {_pct(recall)} is below {MIN_RECALL:.0%}")
+        rate = self.hypotheses.rate
+        if rate is not None and rate < MIN_HYPOTHESIS_RECALL:
+            found.append(f"held-out hypothesis recall {self.hypotheses.text()} is below {MIN_HYPOTHESIS_RECALL:.0%}")
+        for stance, share in self.rejected:
+            if share.rate is not None and share.rate < MIN_REJECTION:
+                found.append(f"held-out {stance} statements rejected {share.text()}, below {MIN_REJECTION:.0%}")
         return found
 
     def to_json(self) -> dict[str, object]:
@@ -250,6 +323,14 @@ class HeldoutCheck:
             "withdrawn": self.withdrawn,
             "withdrawn_rejected": self.withdrawn_rejected,
             "withdrawn_rejection": self.withdrawn_rejection,
+            "hypothesised": self.hypotheses.statements,
+            "hypotheses_credited": self.hypotheses.hits,
+            "hypothesis_recall": self.hypotheses.rate,
+            "hypothesis_false": self.hypothesis_false,
+            "rejection": {
+                stance: {"statements": share.statements, "rejected": share.hits, "rate": share.rate}
+                for stance, share in self.rejected
+            },
             "heldout_sha256": self.digest,
         }
 
@@ -262,11 +343,26 @@ def check_heldout(heldout: HeldoutSet, rubric: Rubric, judge: Judge | None = Non
     """Judge every held-out statement (the deterministic judge by default). Misjudged statements
     are listed by id and style only: their text stays in the file."""
     judge = judge or RubricJudge()
-    items = [Labelled(s.text, s.correct, f"{s.id} [{s.style}]") for s in heldout.statements]
+    items = [Labelled(s.text, s.correct, f"{s.id} [{s.style}]", expected_hypothesis(s.correct, s.stance, s.mechanism))
+             for s in heldout.statements]  # fmt: skip
     classified, verdicts = classify(items, rubric, judge)
-    withdrawn = [v for s, v in zip(heldout.statements, verdicts, strict=True) if s.withdrawn]
-    rejected = sum(v.correct is False for v in withdrawn)
-    return HeldoutCheck(classified, len(withdrawn), rejected, len(heldout.statements), heldout.digest)
+    pairs = list(zip(heldout.statements, verdicts, strict=True))
+    withdrawn = [v for s, v in pairs if s.withdrawn]
+    # rejected: credited by neither reading (a withdrawn hypothesis must not reach the pre-run milestone)
+    rejected = sum(v.correct is False and not v.credits_hypothesis for v in withdrawn)
+    hypothesised = [v for s, v in pairs if s.right and s.read_stance == "hypothesised"]
+    hypotheses = Share(len(hypothesised), sum(v.credits_hypothesis for v in hypothesised))
+    shares = []
+    for stance in REJECTED_STANCES:
+        held = [v for s, v in pairs if s.right and s.read_stance == stance]
+        if held:
+            shares.append(
+                (stance, Share(len(held), sum(v.correct is False and not v.credits_hypothesis for v in held)))
+            )
+    false = sum(v.credits_hypothesis for s, v in pairs if s.stance is not None
+                and not expected_hypothesis(s.correct, s.stance, s.mechanism))  # fmt: skip
+    return HeldoutCheck(classified, len(withdrawn), rejected, len(heldout.statements), heldout.digest, hypotheses,
+                        tuple(shares), false)  # fmt: skip
 
 
 def judge_heldout(rubric: Rubric, judge: Judge) -> dict[str, object] | None:
@@ -282,7 +378,9 @@ def judge_heldout(rubric: Rubric, judge: Judge) -> dict[str, object] | None:
     return {
         "precision": check.classified.precision,
         "recall": check.classified.recall,
+        "hypothesis_recall": check.hypotheses.rate,
         "withdrawn_rejection": check.withdrawn_rejection,
+        "rejection": {stance: share.rate for stance, share in check.rejected},
         "statements": check.statements,
         "undecided": check.classified.undecided,
         "heldout_sha256": check.digest,
@@ -295,8 +393,16 @@ def summary_line(check: HeldoutCheck | None) -> str:
         return "held-out statements: no held-out set (grader/diagnosis/heldout.toml); not measured, not refused"
     c = check.classified
     line = (f"held-out statements ({c.judge} judge) on {check.statements}: precision {_pct(c.precision)}, recall "
-            f"{_pct(c.recall)}, withdrawn rejected {_pct(check.withdrawn_rejection)} "
-            f"({check.withdrawn_rejected}/{check.withdrawn})")  # fmt: skip
+            f"{_pct(c.recall)}")  # fmt: skip
+    if check.hypotheses.statements:
+        line += f", hypotheses credited {check.hypotheses.text()}"
+    rejected = dict(check.rejected)
+    if set(rejected) - {"withdrawn"}:
+        line += ", rejected: " + ", ".join(f"{stance} {share.text()}" for stance, share in check.rejected)
+    else:
+        line += f", withdrawn rejected {_pct(check.withdrawn_rejection)} ({check.withdrawn_rejected}/{check.withdrawn})"
+    if check.hypothesis_false:
+        line += f", {check.hypothesis_false} credited as hypotheses wrongly"
     return line + (f", {c.undecided} undecided" if c.undecided else "")
 
 

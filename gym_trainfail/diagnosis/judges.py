@@ -1,10 +1,11 @@
 """Judges: is a statement a correct diagnosis of the case, by its rubric?
 
-Both judges apply one definition (``docs/diagnosis.md``): a statement is a diagnosis when every
-concept of the mechanism is asserted in it as the agent's own current belief, none of those
-assertions is withdrawn later in the statement, and no known wrong explanation is asserted.
-Each judge answers per concept, with the span of the statement that asserts it
-(:class:`Verdict` ``evidence``).
+Both judges apply one definition (``docs/diagnosis.md``): every concept match has a *stance*
+(asserted, hypothesised, withdrawn, attributed, denied); a statement is a diagnosis when every
+concept of the mechanism is asserted in it as the agent's own current belief and no known wrong
+explanation is asserted, and a pre-run hypothesis when every concept is asserted or hypothesised on
+the same condition. Withdrawn, attributed and denied concepts count for neither. Each judge answers
+per concept, with the span of the statement that carries it (:class:`Verdict` ``evidence``).
 
 :class:`RubricJudge` (the default) is deterministic and needs no network: a concept is asserted
 where one of its phrasings matches anywhere in the statement and :mod:`.reading` finds the match
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from gym_trainfail.diagnosis.reading import Assertion, assertions, denials, views, withdrawals, withdrawn
+from gym_trainfail.diagnosis.reading import STANCES, Assertion, stances, views, withdrawals, withdrawn
 from gym_trainfail.diagnosis.rubric import Concept, Rubric
 from gym_trainfail.hashing import bytes_digest
 from gym_trainfail.paths import home
@@ -30,7 +31,7 @@ EXCERPT_CHARS = 300
 #: A quote kept as evidence is cut to this many characters.
 QUOTE_CHARS = 400
 #: Bump when judging changes, so cached verdicts are recomputed.
-JUDGE_CACHE_VERSION = 16
+JUDGE_CACHE_VERSION = 17
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,12 @@ class Verdict:
     """A judge's answer about one statement. ``correct`` is ``None`` when the judge could not
     decide (an LLM answer that failed the schema or quoted text that is not in the statement):
     never counted as a diagnosis. ``concepts`` and ``wrong`` name what the statement asserts;
-    ``evidence`` gives, per asserted name, the quote (a substring of the statement) asserting it."""
+    ``evidence`` gives, per asserted name, the quote (a substring of the statement) asserting it.
+
+    ``stance`` is how the statement holds the case's mechanism (:data:`~.reading.STANCES`; ``None``
+    when it does not state every concept in any stance): ``correct`` is the diagnosis reading
+    (asserted, no known wrong explanation asserted, no entailed effect denied) and ``hypothesis`` the
+    pre-run-hypothesis reading (asserted or hypothesised, on the same conditions)."""
 
     correct: bool | None
     concepts: tuple[str, ...] = ()
@@ -46,12 +52,16 @@ class Verdict:
     passage: str = ""
     note: str = ""
     evidence: tuple[tuple[str, str], ...] = ()
-    #: Whether the statement withdrew a diagnosis it had stated.
+    #: Whether the statement withdrew a diagnosis (or a hypothesis) it had stated.
     withdrawn: bool = False
+    stance: str | None = None
+    hypothesis: bool | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
             "correct": self.correct,
+            "hypothesis": self.hypothesis,
+            "stance": self.stance,
             "concepts": list(self.concepts),
             "wrong": list(self.wrong),
             "passage": self.passage,
@@ -64,6 +74,8 @@ class Verdict:
     def from_json(cls, data: Mapping[str, Any]) -> Verdict:
         correct = data.get("correct")
         evidence = data.get("evidence")
+        hypothesis = data.get("hypothesis")
+        stance = data.get("stance")
         return cls(
             correct=correct if isinstance(correct, bool) else None,
             concepts=tuple(str(c) for c in data.get("concepts") or ()),
@@ -72,7 +84,31 @@ class Verdict:
             note=str(data.get("note", "")),
             evidence=tuple((str(k), str(v)) for k, v in evidence.items()) if isinstance(evidence, Mapping) else (),
             withdrawn=data.get("withdrawn") is True,
+            stance=stance if stance in STANCES else None,
+            hypothesis=hypothesis if isinstance(hypothesis, bool) else None,
         )
+
+    @property
+    def credits_hypothesis(self) -> bool:
+        """Whether the pre-run-hypothesis reading credits the statement (a verdict without that reading,
+        from an older cache entry, falls back to the diagnosis reading)."""
+        return self.hypothesis is True if self.hypothesis is not None else self.correct is True
+
+
+def statement_stance(held: Mapping[str, Mapping[str, Any]], required: Sequence[str]) -> str | None:
+    """How a statement holds the mechanism, from each required concept's stances (``held[name]``: the
+    stances its matches take): asserted when every concept is asserted; hypothesised when every concept
+    is asserted or hypothesised; otherwise, when every concept is stated in some stance, the first of
+    withdrawn, attributed, denied that explains the shortfall; ``None`` when a concept is not stated."""
+    best = {name: next((s for s in STANCES if s in held.get(name, {})), None) for name in required}
+    if all(b == "asserted" for b in best.values()):
+        return "asserted"
+    if all(b in ("asserted", "hypothesised") for b in best.values()):
+        return "hypothesised"
+    if any(b is None for b in best.values()):
+        return None
+    short = {s for name in required if best[name] not in ("asserted", "hypothesised") for s in held[name]}
+    return next(s for s in ("withdrawn", "attributed", "denied") if s in short)
 
 
 class Judge(Protocol):
@@ -88,8 +124,9 @@ class Judge(Protocol):
 
 class RubricJudge:
     """The deterministic judge: each required concept asserted somewhere in the statement by one of
-    its phrasings or its alternatives' (not negated, denied or withdrawn), no concept the mechanism
-    entails denied, and no wrong explanation asserted."""
+    its phrasings or its alternatives' (not negated, denied, attributed, hypothesised or withdrawn), no
+    concept the mechanism entails denied, and no wrong explanation asserted. Every match gets a stance
+    (:mod:`.reading`); the pre-run-hypothesis reading also accepts hypothesised concepts."""
 
     identity = "rubric"
 
@@ -97,38 +134,41 @@ class RubricJudge:
         wrong_patterns = [p for w in rubric.wrong for p in w.phrasings]
         taken_back = withdrawals(statement, wrong_patterns)
         read = views(statement)
-        found = {c.name: _asserted(c, read, taken_back, wrong=False) for c in (*rubric.concepts, *rubric.entailed)}
-        blamed = {w.name: _asserted(w, read, taken_back, wrong=True) for w in rubric.wrong}
-        stated = {name: a for name, a in found.items() if a is not None}
-        asserted_wrong = {name: a for name, a in blamed.items() if a is not None}
-        denied = {c.name: d for c in rubric.entailed if c.name not in stated
-                  and (d := _denied(c, read, taken_back)) is not None}  # fmt: skip
-        # Withdrawn: every concept was stated at some point, but not all of them still stand.
-        ever = all(_asserted(c, read, [], wrong=False) is not None for c in rubric.concepts)
-        correct = all(c.name in stated for c in rubric.concepts) and not asserted_wrong and not denied
-        evidence = tuple((name, _quote(statement, a)) for name, a in (*stated.items(), *asserted_wrong.items()))
-        passage = _excerpt(" … ".join(_quote(statement, a) for a in stated.values())) if correct else ""
-        via = [_via(c, statement, stated[c.name]) for c in rubric.concepts if c.alternatives and c.name in stated]
+        held = {c.name: _stances(c, read, taken_back, wrong=False) for c in (*rubric.concepts, *rubric.entailed)}
+        blamed = {w.name: a for w in rubric.wrong if (a := _stances(w, read, taken_back, wrong=True).get("asserted"))}
+        stated = {name: found["asserted"] for name, found in held.items() if "asserted" in found}
+        put = {name: found.get("asserted") or found["hypothesised"] for name, found in held.items()
+               if "asserted" in found or "hypothesised" in found}  # fmt: skip
+        denied = {c.name: held[c.name]["denied"] for c in rubric.entailed
+                  if c.name not in put and "denied" in held[c.name]}  # fmt: skip
+        stance = statement_stance(held, [c.name for c in rubric.concepts])
+        sound = not blamed and not denied
+        correct = stance == "asserted" and sound
+        hypothesis = stance in ("asserted", "hypothesised") and sound
+        evidence = tuple((name, _quote(statement, a)) for name, a in (*stated.items(), *blamed.items()))
+        shown = stated if correct else put if hypothesis else {}
+        passage = _excerpt(" … ".join(_quote(statement, a) for a in shown.values())) if shown else ""
+        via = [_via(c, statement, put[c.name]) for c in rubric.concepts if c.alternatives and c.name in put]
         note = "; ".join([*via, *(f"denies {name!r}: {_quote(statement, d)!r}" for name, d in denied.items())])
-        return Verdict(correct, tuple(sorted(stated)), tuple(sorted(asserted_wrong)), passage, note.strip("; "),
-                       evidence, withdrawn=ever and not correct and bool(taken_back))  # fmt: skip
+        return Verdict(correct, tuple(sorted(stated)), tuple(sorted(blamed)), passage, note.strip("; "), evidence,
+                       withdrawn=stance == "withdrawn", stance=stance, hypothesis=hypothesis)  # fmt: skip
 
 
-def _asserted(concept: Concept, read: Sequence[Any], taken_back: Sequence[Any], *, wrong: bool) -> Assertion | None:
-    """The first assertion of ``concept`` that is not withdrawn later, in any view."""
-    found: list[Assertion] = []
+def _stances(concept: Concept, read: Sequence[Any], taken_back: Sequence[Any], *, wrong: bool) -> dict[str, Assertion]:
+    """Per stance, the earliest match of ``concept`` that reads so, in any view."""
+
+    def live(a: Assertion) -> bool:
+        return not withdrawn(a, taken_back, wrong=wrong)
+
+    def kept(a: Assertion) -> bool:
+        return not withdrawn(a, taken_back, wrong=wrong, later=True)
+
+    found: dict[str, Assertion] = {}
     for view in read:
-        found += assertions(concept.phrasings, view, wrong=wrong,
-                            live=lambda a: not withdrawn(a, taken_back, wrong=wrong))  # fmt: skip
-    return min(found, key=lambda a: (a.start, -a.end), default=None)
-
-
-def _denied(concept: Concept, read: Sequence[Any], taken_back: Sequence[Any]) -> Assertion | None:
-    """The first denial of an entailed ``concept`` that is not withdrawn later, in any view."""
-    found: list[Assertion] = []
-    for view in read:
-        found += denials(concept.phrasings, view, live=lambda a: not withdrawn(a, taken_back, wrong=False))
-    return min(found, key=lambda a: (a.start, -a.end), default=None)
+        for stance, at in stances(concept.phrasings, view, wrong=wrong, live=live, kept=kept).items():
+            if stance not in found or (at.start, -at.end) < (found[stance].start, -found[stance].end):
+                found[stance] = at
+    return found
 
 
 def _via(concept: Concept, statement: str, at: Assertion) -> str:

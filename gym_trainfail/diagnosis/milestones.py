@@ -1,8 +1,10 @@
 """Diagnosis milestones, computed after the episode from its records.
 
 ================================  ==========================================================
-``pre_run_hypothesis``            a correct mechanism statement before any ``run_job``
-``source_supported_diagnosis``    a correct statement after the agent read a culprit location
+``pre_run_hypothesis``            the right mechanism asserted or hypothesised before any
+                                  ``run_job``
+``source_supported_diagnosis``    a correct statement (the mechanism asserted) after the agent
+                                  read a culprit location
 ``runtime_supported_diagnosis``   a correct statement after a ``run_job`` whose output the
                                   case's symptom detector marks
 ``first_device_request``          the first ``run_job`` (when it asked for devices)
@@ -14,8 +16,10 @@ count, the token range from completed-turn counters (through the turn before, th
 turn; never interpolated) and solver device-seconds through it. Each statement (an assistant
 message, a reasoning summary, the finish summary) is judged on its own by a
 :class:`~.judges.Judge` against the case's private rubric; the result names the judge and its
-figures on the case's held-out statements. Without a rubric the statement milestones are
-``None``. Nothing here affects a verdict or a reward.
+figures on the case's held-out statements. A statement that withdraws the mechanism, attributes it
+to someone else without endorsing it, or denies it counts for no milestone (``docs/diagnosis.md``,
+"Stances"). Without a rubric the statement milestones are ``None``. Nothing here affects a verdict or
+a reward.
 """
 
 from __future__ import annotations
@@ -73,13 +77,16 @@ def diagnose(
         milestones["first_valid_submission"] = _milestone(
             events, evidence, first_valid_at, evidence.steps_before(first_valid_at), ""
         )  # fmt: skip
-    statements: dict[str, Any] = {"count": len(evidence.statements), "correct": 0, "undecided": 0}
+    statements: dict[str, Any] = {"count": len(evidence.statements), "correct": 0, "hypothesised": 0, "undecided": 0}
     marked: list[int] = []
     if rubric is not None:
         verdicts = judge_statements([s.text for s in evidence.statements], rubric, judge)
         correct = [s for s, v in zip(evidence.statements, verdicts, strict=True) if v.correct]
+        # the pre-run hypothesis also counts the mechanism put forward to be tested ("Hypothesis: …")
+        held = [s for s, v in zip(evidence.statements, verdicts, strict=True) if v.credits_hypothesis]
         excerpts = {id(s): v.passage for s, v in zip(evidence.statements, verdicts, strict=True)}
-        statements.update(correct=len(correct), undecided=sum(v.correct is None for v in verdicts))
+        statements.update(correct=len(correct), hypothesised=len(held) - len(correct),
+                          undecided=sum(v.correct is None for v in verdicts))  # fmt: skip
         first_job = jobs[0].start if jobs else None
         read = [step.end for step, _ in culprit_reads(evidence, rubric.culprits)]
         marks = detect(rubric.symptom, jobs) if rubric.symptom is not None else []
@@ -92,7 +99,8 @@ def diagnose(
             "runtime_supported_diagnosis": lambda s: bool(confirmed) and min(confirmed) <= s.t,
         }
         for name, holds in conditions.items():
-            found: Statement | None = next((s for s in correct if holds(s)), None)
+            pool = held if name == "pre_run_hypothesis" else correct
+            found: Statement | None = next((s for s in pool if holds(s)), None)
             if found is not None:
                 milestones[name] = _milestone(
                     events, evidence, found.t, evidence.steps_before(found.t), excerpts[id(found)] or found.text

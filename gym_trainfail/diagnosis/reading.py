@@ -1,36 +1,38 @@
-"""How the deterministic judge reads agent prose: where a rubric phrasing is *asserted*.
+"""How the deterministic judge reads agent prose: the *stance* each rubric phrasing's match takes.
 
-A phrasing's match is an assertion unless
+Every match is asserted, hypothesised, withdrawn, attributed or denied (:data:`STANCES`;
+``docs/diagnosis.md``, "Stances"), by one rule set for every rubric (:func:`_reading`, then later
+withdrawals):
 
-- a negation governs it: a negation word before it in the same clause (for the mechanism's
-  concepts commas, parentheses, spaced dashes, "and"/"so" before a new subject and a subordinate
-  "since"/"because"/"while"/"when" end a clause; a negated accounting verb, "doesn't account for
-  X", governs the verb and leaves X asserted; "neither … nor" is one negation;
-  for known wrong explanations only stronger breaks do, so "not the learning rate, padding or
-  accumulation" rejects all three), or a negation word inside the match that the phrasing does
-  not need (``README never documents 42`` under ``README.{0,60}42``; a phrasing written *with*
-  its negation, ``doesn't account for``, keeps it);
-- a denial follows it in its clause ("… is not the cause", "… is harmless", "ruled out"), or its
-  sentence or list item is marked false after it ("… - rejected", "… (ruled out: …)");
-- it only supposes: a conditional sentence with a modal ("If X were …, Y would …", "X would …,
-  but only if …", "Had X …, Y would …", "In principle X would …"; not "If so, …" after the
-  agent's own statement), a yes/no question not answered yes at once ("Could it be that X?"), or
-  a question the agent means to check ("check whether X");
-- it is one option in a list of candidates ("Candidates: (a) …, (b) X", "Could be A, or X") not
-  marked confirmed, or an item under "Ruled out:";
-- it reports an earlier belief ("earlier I said X", "my first guess was X") in its clause;
-- a later withdrawal takes it back ("Edit: scratch that", "I was wrong", "that's not it", "nvm",
-  "I disagree", "none of this explains it", "Update: ruled out.", a reported claim followed by
-  "it is false"): a withdrawal cancels every match before the end of
-  its clause. A refutation such as "that's not it" after a claim in its own sentence ("padding
-  is masked, so that's not it") cancels only that sentence; a withdrawal naming a known wrong
-  explanation as what it takes back only cancels wrong explanations ("I was wrong to blame the
-  learning rate", "my guess that padding is counted was wrong"; not "scratch that, <new claim>").
+- hypothesised: one option in a list of candidates ("Candidates: (a) …, (b) X", "Could be A, or X")
+  not marked confirmed; a supposition ("If X were …, Y would …", "X would … if Y were …"), a yes/no or
+  a mused question not answered at once ("Could it be that X?", "Hmm, X?"), a question still to check
+  ("check whether X"); or inside a hypothesis scope (:func:`scopes`: a "Hypothesis:" label, "I
+  suspect …", "maybe …", an "unverified" disclaimer) not confirmed later;
+- withdrawn: an earlier belief reported ("my first guess was X"), or a match asserted or
+  hypothesised and taken back later (:func:`withdrawals`: "Edit: scratch that", "I was wrong",
+  "it made no difference, so not that", "which rules it out"; a refutation after a claim of its own
+  sentence takes back only that sentence);
+- attributed: inside someone else's claim the agent does not endorse (:func:`scopes`: "Priya says
+  X", "According to the ticket, X", a quoted note, "X, or so the reviewer claims");
+- denied: a sentence that opens by denying it ("It is not true that X"), a negation governing the
+  match (a negation word before it in its clause, or inside it where the phrasing does not need it:
+  ``README never documents 42`` under ``README.{0,60}42``; a phrasing written *with* its negation,
+  ``doesn't account for``, keeps it; a negated accounting verb, "doesn't account for X", governs the
+  verb and leaves X asserted), a denial after it ("… is not the cause"), a verdict of false ("… -
+  rejected"), an item under "Ruled out:", a question answered "No";
+- asserted: otherwise (hedged but committed, "most likely X", is asserted; a confirmation after a
+  hypothesis, "the probe confirms it", asserts it).
+
+A negation limited to some cases ("…, only with 2 ranks") or whose clause ends inside the match
+neither asserts nor denies ("open"). For known wrong explanations only strong breaks end a negated
+clause, so "not the learning rate, padding or accumulation" rejects all three.
 
 Matching runs over three views of the statement with the same offsets back into it: as written,
 without markup (backticks, brackets, asterisks, quotes; whitespace runs collapsed), and with code
 identifiers split (``padded_vocab`` → ``padded vocab``, ``fc1.weight`` → ``fc1 weight``). The span
-an assertion comes from is always a substring of the original statement.
+a match comes from is always a substring of the original statement. Work is bounded on long or
+adversarial text (:data:`MAX_MATCHES`, :data:`MAX_SENTENCE`, :data:`MAX_SCOPES`, :data:`MAX_QUOTE`).
 """
 
 from __future__ import annotations
@@ -122,8 +124,12 @@ RETRACTION = re.compile(
     r"|\b(?:retracted|withdrawn)\s*[:.!)\]]|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:retracted|withdrawn)\b"
     r"|(?<=\s)(?-i:Retracted|Withdrawn)\b|(?<=\s)(?-i:Actually|Hmm|Wait|Well),?\s+no\s*[.!,]"
     r"|\b(?:disregard|ignore)\s+(?:the|my|all|everything)\s+(?:\w+\s+){0,3}?(?:above|before\s+this)\b"
+    r"|\b(?:disregard|ignore)\s+(?:the|my)\s+(?:earlier|previous|first|initial|original|last)\s+(?:explanation|theory|"
+    r"hypothesis|diagnosis|claim|answer|message|note|analysis|reading|idea|guess|conclusion|statement|suggestion)\b"
     r"|\bor\s+so\s+(?:i|we)\s+(?:thought|believed|assumed)\b"
     r"|\bnever\s*mind\b|\bnvm\b|\bi\s+stand\s+corrected\b|\bfalse\s+alarm\b"
+    r"|\b(?:i|we)\s+(?:was|were|had\s+been)\s+(?:looking\s+at|reading|checking|running|testing|on|in)\s+(?:the\s+)?(?:wrong|"
+    r"old|stale|outdated)\s+(?:branch|file|version|commit|code|run|log|config|checkout|case|machine|copy)\b"
     r"|\bi\s+was\s+(?:wrong|mistaken|incorrect)\b|\bi\s+(?:got|had)\s+(?:that|it|this)\s+wrong\b"
     r"|\b(?:the\s+above|my|this|that|the)\s+(?:earlier\s+|previous\s+|first\s+|initial\s+)?(?:theory|hypothesis|"
     r"diagnosis|explanation|analysis|reading|guess|idea|claim|conclusion|note)\s+(?:is|was)\s+(?:wrong|incorrect|false|"
@@ -140,11 +146,14 @@ RETRACTION = re.compile(
 PAST_BELIEF = re.compile(
     r"\b(?:earlier|previously|before|initially|at\s+first|first|originally)\s*,?\s+i\s+(?:said|claimed|thought|wrote|"
     r"assumed|suggested|believed|suspected|guessed|blamed)\b"
+    r"|\bi\s+(?:briefly|once|for\s+a\s+while|at\s+one\s+point|wrongly|mistakenly)\s+(?:believed|thought|assumed|suspected|"
+    r"guessed|blamed|was\s+(?:sure|convinced|certain))\b"
     r"|\bi\s+(?:had\s+)?(?:earlier|previously|initially|first|originally)\s+(?:said|claimed|thought|wrote|assumed|suggested|"
     r"believed|suspected|guessed|blamed)\b|\bi\s+(?:used\s+to\s+think|had\s+thought)\b"
     r"|\b(?:initially|at\s+first|originally|earlier)\s*,?\s+it\s+(?:looked|seemed|appeared)\s+(?:as\s+if|as\s+though|like|that)\b"
     r"|\bmy\s+(?:earlier|previous|first|initial|original|last)\s+(?:claim|guess|theory|hypothesis|diagnosis|idea|reading|"
-    r"analysis|message|statement|conclusion|suspicion)\b",
+    r"analysis|message|statement|conclusion|suspicion|thought|hunch|instinct|impression|explanation|understanding|"
+    r"take|answer|note|suggestion|diagnoses)\b",
     re.IGNORECASE,
 )
 #: The agent declaring something just said false ("that's not it", "it is false"): at the start of
@@ -167,7 +176,8 @@ REFUTATION = re.compile(
     r"|\b(?:shows?|showed|says?|said|suggests?|suggested|indicates?|indicated|proves?|proved|tells?\s+us)\s+otherwise\b"
     r"|\bi\s+(?:doubt|question)\s+(?:it|that|this)\b"
     r"|\bi\s+(?:don't|do\s+not)\s+(?:think|believe)\s+(?:(?:that's|that\s+is|this\s+is|it's|it\s+is)\s+(?:it|right|correct|"
-    r"true|the\s+(?:cause|issue|problem|culprit|explanation))\b|so\b)|\bi\s+(?:don't|do\s+not)\s+buy\s+(?:it|that|this)\b"
+    r"true|the\s+(?:cause|issue|problem|culprit|explanation))\b|so\b|(?:that|this|it)\s+(?:holds|applies|explains\s+(?:it|this|"
+    r"that|anything|the\s+\w+)|is\s+what\s+happens)\b)|\bi\s+(?:don't|do\s+not)\s+buy\s+(?:it|that|this)\b"
     r"|\b(?:this|that|it)\s+(?:can't|cannot|can\s+not|couldn't|could\s+not)\s+(?:apply|be\s+(?:it|right|true|correct|"
     r"the\s+(?:cause|issue|problem|explanation)))\b"
     r"|\b(?:none\s+of\s+(?:this|that|these|those|it|them|the\s+above)|(?:this|that|these|those|it|they)(?:\s+\w+)?)\s+"
@@ -182,11 +192,47 @@ REFUTATION = re.compile(
     r"|\brule(?:s|d)?\s+(?:it|this|that)\s+out\b"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:edit|update|correction|actually|nope|no)\b(?:\s*\d+)?[\W_]*(?:(?:that's|that\s+is|"
     r"this\s+is|it's|it\s+is)\s+)?(?:wrong|false|incorrect|mistaken|not\s+it)\b"
-    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:actually|hmm+|wait|well|edit|update)[\W_]+)?(?:no|nope)\s*[.!](?=\s|$)"
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:actually|hmm+|wait|well|edit|update)[\W_]+)?(?:no|nope)\s*(?:[.!](?=\s|$)|\s*[,;:]\s|"
+    r"\s[\u2014\u2013-]+\s|[\u2014\u2013])"
     r"|\bnot\s+what(?:'s|\s+is|\s+was)\s+(?:happening|going\s+on)\b"
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:ruled\s+out|rejected|disproved|disproven|refuted|excluded|eliminated|falsified|"
+    r"debunked|dismissed)\b(?=\s+(?:after|by|once|when|because|since|given|on|following|via|with)\b)"
+    r"|\bnothing\s+(?:changed|improved|moved|happened)\b|\b(?:so|then)\s*,?\s+(?:no|nope)\s*(?=[.!;]|$)"
+    r"|\b(?:probe|run|rerun|trace|numbers|counts|logs?|test|experiment|measurement|data|dump|check|diff)\s+(?:\w+\s+)?(?:killed|sank|"
+    r"sunk|buried|refuted|disproved|falsified|debunked|rules?\s+out|ruled\s+out|excludes?|excluded|contradicts?|contradicted)\s+"
+    r"(?:it|this|that|them|the\s+(?:idea|theory|hypothesis|claim|explanation))\b"
+    r"|\bverdict\b[^.;:\n]{0,40}:\s*(?:false|wrong|no|rejected|refuted|ruled\s+out|not\s+it)\b"
+    r"|\b(?:on\s+closer\s+(?:inspection|look|reading)|looking\s+closer|on\s+a\s+second\s+look|after\s+a\s+closer\s+look)\b"
+    r"[^.;!?]{0,40}?\b(?:that's|that\s+is|this\s+is|it's|it\s+is)\s+(?:not|wrong|false)\b"
+    r"|\b(?:doesn't|does\s+not|didn't|did\s+not)\s+survive\b|\bfalls?\s+apart\b|\bfails?\s+to\s+explain\b"
+    r"|,\s*until\s+(?:the|a|an|my|our|i|we)\b[^.;!?]{0,80}?\b(?:showed|proved|revealed|made\s+(?:it\s+)?clear|turned\s+up|"
+    r"came\s+back)\b"
     r"|\b(?:doesn't|does\s+not|didn't|did\s+not)\s+hold\s+(?:up|water)?\s*(?:(?:in\s+my\s+(?:view|opinion|reading)|to\s+scrutiny|"
     r"under\s+(?:scrutiny|testing)|here|either)\s*)?(?=[.;:!,—–-]|$)"
-    r"|\b(?:this|that|it)\s+(?:doesn't|does\s+not)\s+apply\b",
+    r"|\b(?:this|that|it)\s+(?:doesn't|does\s+not)\s+apply\b"
+    # an experiment that refutes a hypothesis put forward before ("it made no difference, so not that")
+    r"|\b(?:it|this|that|which|doing\s+(?:so|that|this)|the\s+(?:change|fix|patch|experiment|test|swap|edit|rewrite|"
+    r"rerun)|(?:this|that)\s+(?:change|fix|patch|experiment|test))\s+(?:made|makes|had|has|did)\s+(?:no|zero)\s+"
+    r"(?:difference|effect|impact)\b|\b(?:it|this|that)\s+(?:changed|fixed|helped)\s+nothing\b"
+    r"|\b(?:it|this|that)\s+(?:didn't|did\s+not)\s+(?:change|fix|help)\s+(?:anything|a\s+thing|the\s+\w+)\b"
+    r"|\b\w+ing\s+(?:[\w'-]+\s+){0,4}?(?:changed|fixed|helped)\s+nothing\b"
+    r"|\b(?:don't|doesn't|didn't|do\s+not|does\s+not|did\s+not)\s+bear\s+(?:it|this|that|them|the\s+\w+)\s+out\b"
+    r"|\b(?:that|this|the|my)\s+(?:theory|hypothesis|idea|explanation|guess|suspicion)\s+(?:is|was)\s+(?:now\s+)?(?:dead|out|"
+    r"gone|busted|debunked|off\s+the\s+table)\b"
+    r"|\b(?:so|then|hence|therefore|thus)\s*,?\s+(?:it's\s+|it\s+is\s+)?not\s+(?:that|this|it)\s*(?=[.!;,\n)]|$)"
+    r"|\b(?:that's|that\s+is|this\s+is|it's|it\s+is|that\s+would\s+be|which\s+is)\s+(?:\w+\s+)?impossible\b"
+    r"|\b(?:that|this|it)\s+(?:can't|cannot|could\s+not|couldn't)\s+(?:happen|occur|be\s+the\s+case)\b"
+    r"|\b(?:he|she|they)(?:'s|'re|\s+is|\s+are|\s+was|\s+were)\s+(?:\w+\s+)?(?:wrong|mistaken|incorrect)\b"
+    r"|\b(?:that's|that\s+is|this\s+is|it's|it\s+is)\s+not\s+(?:what|how)\b"
+    r"|(?:^|(?<=[.!?:;]\s)|(?<=\n))[\W_]*not\s+(?:the\s+case|so|true|it)\s*(?=[.!;,\n]|$)"
+    r"|\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:\w+\s+)?(?:not|un)\s*convinced\b"
+    r"|\b(?:i|we|i'm|we're|i'll|we'll|let's|so)\s+(?:\w+\s+)?(?:scrap(?:s|ped|ping)?|drop(?:s|ped|ping)?|abandon(?:s|ed|"
+    r"ing)?|discard(?:s|ed|ing)?|reject(?:s|ed|ing)?|dismiss(?:es|ed|ing)?)\s+(?:it|this|that|the\s+(?:idea|theory|hypothesis|"
+    r"explanation|claim)|(?:this|that)\s+(?:idea|theory|hypothesis|explanation))\b|\b(?:scrap|drop|abandon|discard|reject|dismiss)(?:s|ped|ed|ing)?\s+(?:the|this|that|my)\s+"
+    r"(?:idea|theory|hypothesis|explanation)\b|\bdead\s+end\b|\b(?:didn't|did\s+not)\s+pan\s+out\b"
+    r"|\b(?:doesn't|does\s+not|don't|do\s+not|didn't|did\s+not)\s+(?:fit|match)\s+(?:the\s+(?:data|numbers|evidence|"
+    r"measurements?|logs?|trace)|what\s+(?:i|we)\s+(?:see|saw|measured|found))\b"
+    r"|\b(?:is|was|are|were)\s+(?:not\s+supported|inconsistent\s+with|contradicted)\b",
     re.IGNORECASE,
 )
 #: Words before a refutation that are not a claim of their own ("Edit:", "Update: the probe …").
@@ -201,7 +247,13 @@ PREAMBLE = re.compile(
 #: A refutation that names what came before as its object ("none of this", "the list above"): it
 #: takes back everything before it, wherever it stands in its sentence.
 BACKREF = re.compile(
-    r"\b(?:above|none\s+of|all\s+of|these|those|contradict\w*|disprove\w*|refute\w*|falsif\w*|rule\w*\s+(?:it|this|that)?\s*out)\b",
+    r"\b(?:above|none\s+of|all\s+of|these|those|contradict\w*|disprove\w*|refute\w*|falsif\w*|rule\w*\s+(?:it|this|that)?\s*out"
+    r"|(?:no|zero)\s+(?:difference|effect|impact)|(?:changed|fixed|helped)\s+nothing|(?:so|then|hence|therefore|thus)\s*,?\s+"
+    r"not\s+(?:that|this|it)|impossible"
+    r"|scrap\w*|drop\w*|abandon\w*|discard\w*|bear\s+\w+\s+out|is\s+(?:now\s+)?(?:dead|busted|debunked)|nothing\s+\w+|"
+    r"(?:so|then)\s*,?\s+(?:no|nope)|(?:ruled\s+out|rejected|disproved|disproven|refuted|excluded|eliminated|falsified|"
+    r"debunked|dismissed)\s+(?:after|by|once|when|because|since|given|on|following|via|with)|killed|sank|sunk|buried|verdict|"
+    r"closer|survive|falls?\s+apart)\b",
     re.IGNORECASE,
 )
 #: A sentence opening with an anaphor ("That would be a fair guess, but it isn't what this code does"):
@@ -231,12 +283,34 @@ ANAPHORIC_IF = re.compile(
 #: Where a sentence ends for :data:`CONDITIONAL` (a line break inside a paragraph does not end it).
 PROSE_SENTENCE_END = re.compile(r"[!?]|[.][\x22\u201d\u2019]*(?=\s|$)|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
 MODAL = re.compile(r"\b(?:were|would|could|might)\b", re.IGNORECASE)
+#: A counterfactual with its condition after it ("X would make Y if accumulation were above 1").
+COUNTERFACTUAL = re.compile(
+    r"\bwould\b[^.;!?]{0,200}?\bif\s+(?:\w+\s+){1,6}?(?:were|had\s+been|was\s+ever|did)\b", re.IGNORECASE
+)
 ONLY_IF = re.compile(r"\bonly\s+if\b", re.IGNORECASE)
 #: A yes/no question: a sentence ending in "?" that opens with an auxiliary verb or a "maybe" ("Is X …?",
 #: "Could it be that X?", "So does X …?"); "why"/"what" questions are not (they often introduce the answer).
 YES_NO_QUESTION = re.compile(
     r"\W*(?:(?:so|and|but|hmm+|wait|ok(?:ay)?|now|then|or)[,.]?\s+)?(?:is|are|was|were|does|do|did|could|can|would|might|"
     r"may|should|has|have|will|maybe|perhaps|possibly|what\s+if|how\s+about)\b",
+    re.IGNORECASE,
+)
+#: A question mused rather than asked with an auxiliary ("Hmm, rank 1 never clips …?"); "So why …?" asks
+#: for an answer that often follows, so a wh-word after the opener is not one.
+MUSED_QUESTION = re.compile(
+    r"\W*(?:hmm+|huh|so|wait|ok(?:ay)?|right|or|and)\b[,.]?\s+(?!(?:why|what|how|where|when|which|who|whose)\b)",
+    re.IGNORECASE,
+)
+#: A statement asked with a question mark ("The scheduler steps twice per update?"): not a "why"/"what"
+#: question (those introduce their answer), nor one ending in one (", why?").
+DECLARATIVE_QUESTION = re.compile(
+    r"(?![\W_]*(?:why|what|how|where|when|which|who|whose)\b)(?:(?!\b(?:why|what|how)\s*$)[\s\S]){12,}",
+    re.IGNORECASE,
+)
+#: An immediate no to a question ("? No: …", "? It isn't."): the question then denies.
+ANSWER_NO = re.compile(
+    r"[\s*_]*(?:no|nope|not\s+at\s+all|it\s+(?:isn't|is\s+not|doesn't|does\s+not|wasn't|didn't)|they\s+(?:aren't|don't|weren't|"
+    r"didn't))\b",
     re.IGNORECASE,
 )
 #: An immediate yes to a question ("? Yes: …", "? It does."): the question then asserts.
@@ -250,7 +324,7 @@ ANSWER_YES = re.compile(
 CANDIDATES = re.compile(
     r"(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?!root\b)(?:(?:open|possible|remaining|current|candidate|likely|potential|several|"
     r"two|three|four|five|some|the|other|competing|alternative)\s+){0,2}"
-    r"(?:candidates?|causes|explanations|hypothes[ei]s|ideas|suspects|options|theories|possibilities|ruled\s+out|"
+    r"(?:candidates?|causes|explanations|hypotheses|ideas|suspects|options|theories|possibilities|ruled\s+out|"
     r"rejected|excluded|eliminated|dismissed)\b[^:\n]{0,40}:",
     re.IGNORECASE,
 )
@@ -259,6 +333,8 @@ HEDGED_ALTERNATIVES = re.compile(
     r"[\W_]*(?:(?:it\s+)?(?:could|might|may)\s+be|maybe|perhaps|possibly)\b", re.IGNORECASE
 )
 ALTERNATIVE = re.compile(r"\bor\b", re.IGNORECASE)
+#: A candidates label whose items are rejected ("Ruled out:", "Rejected:").
+REJECTED_LABEL = re.compile(r"\b(?:ruled\s+out|rejected|excluded|eliminated|dismissed)\b", re.IGNORECASE)
 #: An item of a candidate list marked as the one that holds.
 CONFIRMED = re.compile(
     r"(?<!\bnot\s)(?<!\bnone\s)(?<!\bun)\b(?:confirmed|verified|this\s+is\s+it|that's\s+it|the\s+cause)\b|[✓✔]",
@@ -271,6 +347,9 @@ LIST_ITEM = re.compile(r"[ \t]*(?:[-*•]|\d+[.)]|\(?[a-z0-9]\))\s")
 #: an aside, not a denial.
 SENTENCE_DENIAL = re.compile(
     r"[\W_]*(?:not\s+that\b(?!\s+it\s+matters)|it(?:'s|\s+is|\s+was)\s+not\s+(?:true|the\s+case)\s+that\b|"
+    r"(?:nothing|no\s+(?:evidence|data|measurement|log|trace)|there(?:'s|\s+is)\s+no\s+(?:evidence|sign|indication|reason\s+to\s+"
+    r"(?:think|believe)))\s+(?:\w+\s+)?(?:suggests?|shows?|indicates?|supports?|points?\s+to)?\s*that\b|"
+    r"(?:i|we)\s+(?:see|found|find|saw|have)\s+no\s+(?:evidence|sign|indication)\s+that\b|"
     r"it\s+(?:isn't|wasn't)\s+(?:true|the\s+case)\s+that\b|"
     r"(?:someone|somebody|one|people|you|a\s+reviewer|others|a\s+skeptic)\s+(?:might|may|could|would)\s+"
     r"(?:say|argue|think|claim|suggest|guess|assume|object)\b|"
@@ -283,7 +362,11 @@ SENTENCE_DENIAL = re.compile(
     r"assumes|reckons|reckoned|wrote|writes|reported|reports)\b)",
     re.IGNORECASE,
 )
-CONTRAST = re.compile(r"\b(?:but|however|yet|instead|rather)\b|;", re.IGNORECASE)
+#: A contrast that starts another claim ("…, but Y", "; instead, Y"); "instead of" and "rather than" only
+#: compare within the claim.
+#: A leading adverbial phrase before a sentence's denial ("Contrary to what the ticket says, …").
+LEADING_PHRASE = re.compile(r"[\W_]*[A-Za-z][^,.;:!?\n]{0,60},\s*")
+CONTRAST = re.compile(r"\b(?:but|however|yet|instead(?!\s+of\b)|rather(?!\s+than\b))\b|;", re.IGNORECASE)
 #: What the agent still has to find out ("check whether …").
 OPEN_QUESTION = re.compile(
     r"\b(?:check|verify|test|see|confirm|find\s+out|determine)\w*\s+(?:(?:next|first|now|again|later|still|also|then|"
@@ -305,6 +388,204 @@ WITHDRAWN_OBJECT = re.compile(
 )
 #: Characters that are markup, not words.
 MARKUP = frozenset('`*[]{}()<>"|#“”')
+
+# -- stances: whose claim a match is, and how firmly it is held ----------------------------------
+#
+# Every match gets one of five stances (docs/diagnosis.md, "Stances"), by one rule set for every rubric:
+# asserted (the agent's own current claim), hypothesised (put forward to be tested: a labelled
+# hypothesis, "I suspect", "maybe", a question, a candidate, a supposition, an "unverified" disclaimer;
+# a later confirmation makes it asserted), withdrawn (taken back later, or reported as an earlier belief),
+# attributed (someone else's claim the agent does not endorse) and denied (negated, marked false).
+
+#: Who may hold a claim other than the agent: people and roles, and what they write.
+_PERSON = (
+    r"(?:team\s*mates?|colleagues?|co-?workers?|reviewers?|(?:team\s+)?leads?|manager|boss|users?|reporters?|"
+    r"maintainers?|engineers?|developers?|devs?|authors?|on-?call(?:\s+engineer)?|intern|customers?|folks|"
+    r"people|somebody|someone|everyone|others|agents?|assistant|llm|chatgpt|copilot|experts?|skeptics?|"
+    r"sceptics?|commenters?|posters?|predecessor|sre|researchers?|upstream|team|forum)"
+)
+#: What other people write ("the ticket says"); "my notes say" is the agent's own, so no "my"/"our" here.
+_DOCUMENT = (
+    r"(?:thread|channel|ticket|issue(?:\s+thread)?|bug\s+report|report|note|notes|message|post|comment|write-?up|"
+    r"post-?mortem|pr(?:\s+description)?|pull\s+request|review|handoff|hand-off|slack(?:\s+thread)?|email|"
+    r"memo|draft|summary|analysis)"
+)
+#: What someone else's claim is called after a possessive ("Priya's theory", "the reviewer's note").
+_CLAIM_NOUN = (
+    r"(?:theory|claim|hypothesis|diagnosis|explanation|note|notes|message|comment|summary|write-?up|take|"
+    r"reading|conclusion|suggestion|guess|idea|analysis|argument|position|view|story|answer|report|post|"
+    r"review|assessment|finding|suspicion|proposal|verdict)"
+)
+#: A capitalised name starting a clause ("Priya says"); determiners, pronouns and libraries are not names.
+_NAME = (
+    r"(?-i:(?!(?:It|This|That|These|Those|The|A|An|Which|What|There|Here|So|And|But|Then|Now|Also|My|Our|As|Like|Per|"
+    r"According|Unlike|"
+    r"Your|Their|His|Her|Its|One|Each|Every|Both|All|No|Nothing|Everything|Edit|Update|Note|Hypothesis|Root|"
+    r"Cause|Fix|Result|Plan|Step|Rank|Ranks|Loss|Code|Python|Torch|PyTorch|Accelerate|Megatron|Transformers|"
+    r"Trainer|I|We|You|If|When|While|Because|Since|Maybe|Perhaps|Possibly|Probably|Likely|Most|Some|Someone|"
+    r"Somebody|Everyone|Nobody|Why|How|Where|Who|Yes|Nope|Actually|Also|Hmm|Wait|Well|Ok|Okay|Still|Yet|"
+    r"Either|Neither|Only|Even|Just|Instead|Again|First|Second|Next|Finally|Later|Earlier|Initially)\b)"
+    r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?\b)"
+)
+#: Someone other than the agent as a subject ("Priya", "a colleague", "the previous on-call", "the ticket").
+_OTHER = (
+    rf"(?:(?:{_NAME}|(?:he|she|they|someone|somebody|people|others|everyone)|"
+    rf"(?:a|an|one|another|my|our|the|some|their|his|her|this|that)\s+(?:[\w-]+\s+){{0,2}}?{_PERSON}"
+    rf"|(?:a|an|one|another|the|some|their|his|her|this|that)\s+(?:[\w-]+\s+){{0,2}}?{_DOCUMENT})"
+    rf"(?:\s+(?:on|in|from|at|of)\s+(?:the\s+|our\s+|my\s+|a\s+)?(?:[\w-]+\s+){{0,2}}?[\w-]+)?)"
+)
+#: Verbs that report a claim without endorsing it ("says", "claims", "thinks"); factive ones ("pointed
+#: out", "showed", "found") presuppose the claim true and are not here.
+_REPORT = (
+    r"(?:says?|said|claims?|claimed|thinks?|thought|believes?|believed|suggests?|suggested|proposes?|proposed|"
+    r"argues?|argued|insists?|insisted|guess(?:es|ed)?|blames?|blamed|assumes?|assumed|reckons?|reckoned|"
+    r"wrote|writes|reports?|reported|asserts?|asserted|maintains?|maintained|contends?|contended|"
+    r"hypothesi[sz]e[sd]?|suspects?|suspected|mentions?|mentioned|posted|posits?|posited|concludes?|concluded|"
+    r"speculates?|speculated|theori[sz]e[sd]?|alleges?|alleged|told\s+(?:me|us)|(?:is|was|are|were)\s+"
+    r"(?:convinced|sure|certain|adamant)|swears|swore|puts?\s+it\s+down\s+to|pins?\s+it\s+on|pinned\s+it\s+on|"
+    r"attribute[sd]?\s+(?:it|this|that|the\s+\w+)\s+to)"
+)
+_REPORT_ADVERB = (
+    r"(?:(?:also|first|initially|originally|earlier|confidently|still|now|once|apparently|previously|"
+    r"repeatedly|strongly|firmly|loudly|just|then|had|has|have|would|might|may|could|will)\s+)*"
+)
+#: The opening of someone else's claim: "Priya says (that)", "A colleague's note:", "According to the
+#: ticket,", "It was suggested that", "I was told that", "Quoting the bug report:". "As Priya said, X" and
+#: "Priya is right that X" are the agent's own claims, and "Priya correctly says" endorses.
+ATTRIBUTION = re.compile(
+    r"(?:(?<=^)|(?<=\n)|(?<=[.!?;:,(\u201c\x22>*-]\s)|(?<=[(\u201c\x22])|(?<=\band\s)|(?<=\bbut\s)|(?<=\bwhile\s)|(?<=\bwhereas\s)|(?<=\bthough\s))"
+    rf"[\W_]*(?:(?<!\bas\s)(?<!\blike\s){_OTHER}\s+{_REPORT_ADVERB}{_REPORT}\b(?:\s+that\b)?"
+    rf"|(?:{_NAME}|{_OTHER})'s\s+(?:[\w-]+\s+){{0,2}}?{_CLAIM_NOUN}\b(?:\s+(?:on|in|from|at)\s+(?:the\s+)?[\w-]+)?"
+    r"(?:\s*:|\s+(?:is|was)\b(?!\s+(?:\w+\s+)?(?:right|correct|spot\s+on|accurate|wrong|mistaken|false)\b)(?:\s+that\b)?"
+    r"|\s+(?:says?|said|reads?|claims?|goes|went)\b(?:\s+that\b)?)"
+    r"|according\s+to\s+(?:[\w'.-]+\s+){0,4}?[\w'.-]+\s*[,:]"
+    r"|(?:quoting|citing|paraphrasing)\s+[^:\n.!?]{1,60}?:"
+    r"|(?:quoting|from|per|citing)\s+(?:the\s+|a\s+|an\s+|our\s+|my\s+)?(?:[\w-]+\s+){0,2}?"
+    rf"(?:{_PERSON}|{_DOCUMENT}|{_CLAIM_NOUN})\s*:"
+    r"|it\s+(?:was|has\s+been|had\s+been|is|gets|got)\s+(?:\w+\s+)?(?:claimed|suggested|said|argued|proposed|"
+    r"reported|assumed|believed|alleged|speculated|hypothesi[sz]ed|posited)\s+(?:\w+\s+){0,3}?that\b"
+    r"|(?:i|we)\s+(?:was|were|have\s+been|had\s+been|got|get)\s+told\b(?:\s+that\b)?"
+    r"|(?:the\s+)?(?:received|common|conventional|usual|popular|accepted|standard|team'?s?)\s+"
+    r"(?:wisdom|explanation|theory|story|view|belief|assumption|diagnosis)\s+(?:is|was|says?|said)\b(?:\s+that\b)?)",
+    re.IGNORECASE,
+)
+#: Someone else's claim named after it: "X, Priya says." / "X — or so the ticket claims." / "X is what
+#: the reviewer thinks."
+POSTPOSED_ATTRIBUTION = re.compile(
+    rf"(?:[,\u2014\u2013]|\s-+)\s*(?:or\s+so\s+|at\s+least\s+)?(?:(?:{_OTHER})\s+{_REPORT_ADVERB}{_REPORT}|according\s+to\s+"
+    rf"(?:[\w'.-]+\s+){{0,4}}?[\w'.-]+)\s*(?=[.!;)]|$)"
+    rf"|\b(?:that's|that\s+is|is|was)\s+what\s+{_OTHER}\s+{_REPORT_ADVERB}{_REPORT}\b",
+    re.IGNORECASE,
+)
+#: The agent taking someone else's claim as its own after reporting it: "I agree", "she's right", "that's
+#: correct", "I confirmed it", "the probe confirms it".
+ENDORSEMENT = re.compile(
+    r"\b(?:i|we)\s+(?:\w+\s+){0,2}?(?:agree|concur)\b(?!\s+(?:only|partly|partially)\b)"
+    r"|\b(?:he|she|they|(?-i:[A-Z][a-z]+))(?:'s|'re|\s+is|\s+are|\s+was|\s+were)\s+(?:\w+\s+)?(?:right|correct|spot\s+on)\b"
+    r"|\b(?:note|ticket|report|review|reviewer|comment|claim|theory|diagnosis|message|write-?up|summary|analysis|explanation|"
+    r"colleague|teammate|reporter)\s+(?:is|was)\s+(?:\w+\s+)?(?:right|correct|spot\s+on|accurate)\b"
+    r"|\b(?:that|this|it|which)(?:'s|\s+is|\s+was)\s+(?:\w+\s+)?(?:right|correct|true|accurate|exactly\s+(?:it|right|what\s+"
+    r"happens|what's\s+happening))\b"
+    r"|\b(?:i|we)\s+(?:\w+\s+)?(?:confirmed|verified|reproduced|can\s+confirm)\s+(?:it|this|that|the\s+\w+)\b"
+    r"|\bwhich\s+(?:checks\s+out|i\s+(?:confirmed|verified|reproduced)|holds\s+(?:up|true)|matches\s+what)\b"
+    r"|\b(?:checks|checked)\s+out\b|\bconfirmed\b|\bbears?\s+(?:it|this|that)\s+out\b|\bbore\s+(?:it|this|that)\s+out\b"
+    r"|\b(?:probe|run|trace|numbers|counts|logs?|checkpoints?|masks|test|experiment|measurement|output|data|digests?)\s+"
+    r"(?:\w+\s+){0,2}?(?:confirms?|bears?\s+(?:it|this|that)\s+out|shows?\s+exactly\s+(?:that|this))\b",
+    re.IGNORECASE,
+)
+#: A hypothesis label ("Hypothesis:", "My working theory (untested):", "Suspect #1:"): what follows is put
+#: forward to be tested. At the statement's start it covers the whole statement; elsewhere its paragraph.
+HYPOTHESIS_LABEL = re.compile(
+    r"(?:(?<=^)|(?<=\n)|(?<=[.!?]\s))[\W_]*(?:(?:my|our|a|the|one|working|initial|current|leading|main|first|second|"
+    r"third|tentative|pre-?run|new|only|best|prime|top|another|possible|candidate|\w+-run)[\s,]+){0,3}(?:hypothesis|theory|"
+    r"suspicion|conjecture|guess|hunch|suspect|possibility|candidate|candidate\s+(?:cause|explanation|mechanism)|"
+    r"possible\s+(?:cause|explanation|mechanism)|idea|lead|(?:tentative|provisional|preliminary|unconfirmed|working)\s+"
+    r"(?:diagnosis|explanation|conclusion|root\s+cause|cause|finding|answer)|money\s+is\s+on\s+(?:this|that|it))\b(?:\s*#?\d+)?(?:\s*\([^)\n]{0,60}\)|\s*,[^:\n.!?]{0,60}?|"
+    r"\s+(?:for|about|on|re)\s+[^:\n.!?,]{0,40}?|\s+(?:to\s+(?:test|check|verify|confirm|probe|rule\s+out)|worth\s+(?:testing|"
+    r"checking)|under\s+test|for\s+now|so\s+far|before\s+(?:running|testing)\s+anything))?"
+    r"(?:\s*:|\s+[\u2014\u2013]\s|\s+--?\s)",
+    re.IGNORECASE,
+)
+#: A sentence put forward tentatively: "I suspect", "my hypothesis is", "maybe", "it might be that", "one
+#: candidate is". Hedges of degree ("most likely", "probably", "I think") commit and are not here.
+TENTATIVE = re.compile(
+    r"\b(?:i|we)(?:'d|\s+would)\s+(?:guess|bet|wager|speculate)\b"
+    r"|\b(?:i|we)\s+(?:\w+\s+)?(?:suspect|suspected|hypothesi[sz]e|hypothesi[sz]ed|conjecture|speculate|"
+    r"would\s+guess|'d\s+guess|guess|am\s+guessing|'m\s+guessing|bet)\b(?!\s+(?:not|so)\b)"
+    r"|\bmy\s+(?:\w+\s+){0,2}?(?:hypothesis|theory|guess|suspicion|hunch|bet|conjecture|working\s+assumption)\s+"
+    r"(?:is|was|would\s+be|here\s+is)\b"
+    r"|(?:^|(?<=[\n.!?:;,(]\s)|(?<=[\n(]))[\W_]*(?:(?:or|and|but|so)\s+)?(?:maybe|perhaps|possibly|conceivably|plausibly)\b"
+    r"|\b(?:it|this|that)\s+(?:might|may|could)\s+(?:well\s+|possibly\s+)?be\s+(?:that|because|due\s+to|caused\s+by)\b"
+    r"|\b(?:might|could|may)\s+(?:possibly\s+|well\s+)?be\s+(?:because|due\s+to|caused\s+by)\b"
+    r"|(?:^|(?<=[\n.!?:;]\s)|(?<=\n))[\W_]*(?:could|might|may)\s+(?:well\s+)?be\s+(?:that|the|a|an)\b"
+    r"|\b(?:one|a|another|the)\s+(?:possible|plausible|candidate|potential)\s+(?:explanation|cause|reason|mechanism|"
+    r"culprit)\s+(?:is|was|would\s+be)\b|\b(?:one|a|another)\s+(?:candidate|possibility|idea|option)\s+(?:is|was)\b"
+    r"|\b(?:i|we)\s+(?:\w+\s+)?(?:considered|wondered|was\s+wondering|am\s+wondering|'m\s+wondering)\b"
+    r"|\btentatively\b|\bas\s+a\s+(?:working\s+)?hypothesis\b"
+    r"|\b(?:i|we)\s+have\s+(?:a|an)\s+(?:\w+\s+)?(?:hunch|feeling|inkling|suspicion|guess|theory|hypothesis)\b"
+    r"|\bmy\s+(?:money|bet)\s+is\s+on\b|\b(?:tentative|provisional|preliminary|unconfirmed)\s+(?:diagnosis|explanation|"
+    r"conclusion|root\s+cause|finding)\b",
+    re.IGNORECASE,
+)
+#: An "unverified" disclaimer ("not verified yet", "untested", "I haven't checked this"): the paragraph
+#: before it is put forward, not asserted.
+UNVERIFIED = re.compile(
+    r"(?:\bnot\s+(?:yet\s+)?(?:been\s+)?(?:verified|confirmed|tested|checked|proven)(?:\s+yet)?"
+    r"|(?:^|(?<=[(\[,;:\u2014\u2013\n]))\s*un(?:verified|confirmed|tested|proven)"
+    r"|\b(?:this|that|it|the\s+(?:hypothesis|theory|idea|claim|diagnosis|explanation|guess))\s+(?:is|remains)\s+"
+    r"(?:still\s+|as\s+yet\s+)?un(?:verified|confirmed|tested|proven)"
+    r"|\b(?:haven't|have\s+not|hasn't|has\s+not|didn't|did\s+not)\s+(?:yet\s+)?(?:verified|confirmed|tested|checked|"
+    r"run|measured|proven|probed)(?:\s+(?:this|that|it|anything|any\s+of\s+(?:this|it)))?(?:\s+yet)?"
+    r"|\bneeds?\s+(?:checking|confirming|confirmation|verification|verifying|testing)"
+    r"|\b(?:needs?\s+to\s+be|remains?\s+to\s+be|has\s+yet\s+to\s+be|to\s+be)\s+(?:verified|confirmed|checked|tested)"
+    r"|\byet\s+to\s+(?:be\s+)?(?:verif\w*|confirm\w*|test\w*|check\w*)"
+    r"|\b(?:that's|that\s+is|this\s+is|it's)\s+(?:just\s+|only\s+)?(?:my|our|a|the)\s+(?:\w+\s+)?(?:guess|hypothesis|theory|bet|"
+    r"suspicion|hunch|working\s+assumption|conjecture)"
+    r"|\bneed\s+(?:a|another|one\s+more|an?\s+\w+)\s+(?:run|test|probe|check|experiment|measurement)\s+to\s+(?:be\s+sure|"
+    r"confirm|verify|tell|know)"
+    r"|\b(?:let\s+me|i'll|i\s+will|i\s+need\s+to|i\s+must|we\s+need\s+to)\s+(?:\w+\s+)?(?:verify|check|confirm|test)\s+"
+    r"(?:(?:this|it|that)\s+)?(?:first\s+)?before\s+(?:claiming|concluding|asserting|committing|being\s+sure|i\s+claim)"
+    r"(?:\s+(?:it|this|that|anything))?)"
+    r"(?=\s*(?:[.;,!)\]:\u2014\u2013]|$))",
+    re.IGNORECASE | re.MULTILINE,
+)
+#: A confirmation after a hypothesis ("Confirmed:", "the probe confirms it", "as predicted"): what was
+#: put forward before it is asserted.
+CONFIRMATION = re.compile(
+    r"(?<!\bnot\s)(?<!n't\s)(?<!\bbe\s)(?<!\bbeen\s)(?<!\bif\s)(?<!\bonce\s)(?<!\buntil\s)(?<!\bunless\s)(?<!\bwhen\s)"
+    r"(?<!\bnever\s)(?<!\byet\s)(?<!\bto\s)(?<!\bnot\s\w{3}\s)\b(?:confirmed|verified)\b(?!\s+(?:whether|if|yet)\b)"
+    r"|\b(?:probe|run|rerun|trace|numbers|counts|logs?|checkpoints?|masks|test|experiment|measurement|output|data|"
+    r"digests?|profile|printout|diff|comparison|dumps?|checks?|plots?|curves?)\s+(?:\w+\s+){0,2}?(?<!\bto\s)(?:confirms|supports|"
+    r"supported|confirm\s+(?:it|this|that)|support\s+(?:it|this|that)|bears?\s+(?:it|this|that)\s+out|bore\s+(?:it|this|that)\s+"
+    r"out)\b|\bwhich\s+(?:the\s+)?(?:\w+\s+){0,3}?(?:confirms|supports|supported|bears\s+out)\b|\bas\s+(?:predicted|expected|suspected|hypothesi[sz]ed)\b|\b(?:and\s+)?(?:it|this|that)\s+"
+    r"(?:checks\s+out|holds\s+up)\b|\bthis\s+is\s+it\b",
+    re.IGNORECASE,
+)
+#: A label that says its hypothesis agrees with what was measured or that the agent commits to it
+#: ("…, consistent with every scenario I tried:", "My working diagnosis, which I believe is right:").
+SUPPORTED = re.compile(
+    r"\b(?:consistent\s+with|supported\s+by|backed\s+by|borne\s+out\s+by)\b"
+    r"|\b(?:i|we)\s+(?:\w+\s+)?(?:believe|think|am\s+(?:sure|confident)|are\s+(?:sure|confident))\b(?![^:]*\b(?:not|n't)\b)",
+    re.IGNORECASE,
+)
+#: A sentence that opens by rebutting what came before ("But …", "However …", "I tested it …"): a
+#: refutation in it takes back what came before, not only its own sentence.
+REBUTTAL_START = re.compile(
+    r"[\W_]*(?:but|however|yet|though|still|alas|unfortunately|that\s+said|then\s+again|except)\b"
+    r"|[\W_]*(?:i|we)\s+(?:\w+\s+)?(?:checked|tested|tried|verified|looked|measured|ran|instrumented|probed|"
+    r"reproduced|printed|logged|dumped|compared|read)\s+(?:(?:at|on|into)\s+)?(?:it|this|that|(?:the|our|my|both|each|"
+    r"every)\s+(?:[\w-]+\s+){0,2}?(?:hypothesis|idea|theory|claim|code|note|logs?|trace|timeline|output|numbers|counts|"
+    r"digests?|checkpoints?|metrics|source|profile|masks|weights|gradients|grads|values|norms|curves?|data|snapshots?|"
+    r"caches?|attributes?|list|lr|loss(?:es)?|run|runs|probe|ranks?))\b"
+    r"|[\W_]*(?:testing|checking|trying)\s+(?:it|this|that)\b",
+    re.IGNORECASE,
+)
+#: How many scopes of each kind a statement may open (bounded work on long or adversarial text), and how far
+#: a quotation opened by an attribution may reach.
+MAX_SCOPES = 256
+MAX_QUOTE = 3000
+QUOTES = {'"': '"', "\u201c": "\u201d", "\u00ab": "\u00bb"}
+PARAGRAPH_END = re.compile(r"\n[ \t]*\n")
 
 
 @dataclass(frozen=True)
@@ -355,6 +636,112 @@ def _between_word_chars(text: str, i: int) -> bool:
     return 0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum()
 
 
+@dataclass(frozen=True)
+class Scopes:
+    """Where a statement voices someone else's claim (``attributed``: spans the agent does not endorse)
+    and where it only puts a claim forward (``tentative``: hypothesis labels, "I suspect", "maybe",
+    "unverified" disclaimers), with the offsets where it confirms what it put forward before
+    (``confirmations``). Offsets are into the statement as written."""
+
+    attributed: tuple[tuple[int, int], ...]
+    tentative: tuple[tuple[int, int], ...]
+    confirmations: tuple[int, ...]
+
+    def voiced(self, at: int) -> bool:
+        """Whether ``at`` lies in someone else's claim that the agent does not endorse."""
+        return any(a <= at < b for a, b in self.attributed)
+
+    def tentative_at(self, at: int) -> bool:
+        """Whether ``at`` is only put forward: in a tentative span and not confirmed after it."""
+        return any(a <= at < b for a, b in self.tentative) and not self.confirmed_after(at)
+
+    def confirmed_after(self, at: int) -> bool:
+        """Whether the statement confirms, after ``at``, what it put forward."""
+        return bisect.bisect_right(self.confirmations, at) < len(self.confirmations)
+
+
+@functools.lru_cache(maxsize=32)
+def scopes(text: str) -> Scopes:
+    """The statement's attribution and hypothesis scopes (computed once per statement, bounded)."""
+    attributed: list[tuple[int, int]] = []
+    for n, opener in enumerate(ATTRIBUTION.finditer(text)):
+        if n >= MAX_SCOPES:
+            break
+        end, quoted = _claim_end(text, opener.end())
+        # an endorsement inside an unquoted claim's sentence ("Priya says X and I agree") or in the sentence
+        # after the claim ("She's right.") makes it the agent's own
+        if not _endorsed(text, opener.end() if not quoted else end, end):
+            attributed.append((opener.start(), end))
+    for n, postposed in enumerate(POSTPOSED_ATTRIBUTION.finditer(text)):
+        if n >= MAX_SCOPES:
+            break
+        if not _endorsed(text, postposed.end(), postposed.end()):
+            attributed.append((_prose_sentence(text, postposed.start())[0], postposed.end()))
+    tentative: list[tuple[int, int]] = []
+    for n, label in enumerate(HYPOTHESIS_LABEL.finditer(text)):
+        if n >= MAX_SCOPES:
+            break
+        if CONFIRMATION.search(label.group(0)) or SUPPORTED.search(label.group(0)):
+            continue  # "My working theory, which the probe supports:" is put forward as confirmed
+        opens_statement = not re.search(r"\w", text[: label.start()])
+        tentative.append((label.start(), len(text) if opens_statement else _paragraph_end(text, label.end())))
+    for n, marker in enumerate(TENTATIVE.finditer(text)):
+        if n >= MAX_SCOPES:
+            break
+        begin, stop = _prose_sentence(text, marker.start())
+        contrast = CONTRAST.search(text, marker.end(), stop)
+        tentative.append((begin, contrast.start() if contrast else stop))
+    for n, disclaimer in enumerate(UNVERIFIED.finditer(text)):
+        if n >= MAX_SCOPES:
+            break
+        tentative.append((_paragraph_start(text, disclaimer.start()), _prose_sentence(text, disclaimer.start())[1]))
+    confirmations = tuple(m.start() for _, m in zip(range(MAX_SCOPES), CONFIRMATION.finditer(text), strict=False))
+    return Scopes(tuple(attributed), tuple(tentative), confirmations)
+
+
+def _claim_end(text: str, at: int) -> tuple[int, bool]:
+    """Where someone else's claim that starts at ``at`` ends, and whether it was quoted: at its closing
+    quote when it opens with one, at the end of its block when the opener ends its line (a list or a
+    blockquote follows), else at the end of its sentence or at a contrast ("…, but I …", ";")."""
+    lead = re.compile(r"[ \t]*:?[ \t]*").match(text, at)
+    start = lead.end() if lead else at
+    opening = text[start : start + 1]
+    if opening in QUOTES:
+        close = text.find(QUOTES[opening], start + 1, start + MAX_QUOTE)
+        if close != -1:
+            return close + 1, True
+        return _paragraph_end(text, start), True
+    if opening in ("\n", ""):
+        return _paragraph_end(text, start + 1), False
+    stop = _prose_sentence(text, start)[1]
+    contrast = CONTRAST.search(text, start, stop)
+    return (contrast.start() if contrast else stop), False
+
+
+def _endorsed(text: str, start: int, end: int) -> bool:
+    """Whether the agent endorses, between ``start`` and the end of the sentence after ``end``, a claim it
+    reported ("I agree", "she's right", "that's correct", "I confirmed it"); a negated one does not."""
+    after = _prose_sentence(text, min(end, len(text) - 1))[1] if end < len(text) else end
+    stop = _prose_sentence(text, min(after + 1, len(text) - 1))[1] if after + 1 < len(text) else after
+    for found in ENDORSEMENT.finditer(text, start, min(stop, start + MAX_SENTENCE)):
+        before = text[max(0, found.start() - 16) : found.start()]
+        if NEGATION.search(found.group(0)) or re.search(r"\b(?:not|never|no)\s*$|n't\s*$", before, re.IGNORECASE):
+            continue
+        return True
+    return False
+
+
+def _paragraph_end(text: str, at: int) -> int:
+    found = PARAGRAPH_END.search(text, at, at + MAX_QUOTE * 4)
+    return found.start() if found else min(len(text), at + MAX_QUOTE * 4)
+
+
+def _paragraph_start(text: str, at: int) -> int:
+    floor = max(0, at - MAX_QUOTE * 4)
+    found = [m.end() for m in PARAGRAPH_END.finditer(text, floor, at)]
+    return found[-1] if found else floor
+
+
 def negations(text: str) -> Iterator[re.Match[str]]:
     """The negating words of ``text`` (phrases like "not only" left out)."""
     kept = [m.span() for m in NOT_NEGATION.finditer(text)]
@@ -375,38 +762,25 @@ class Assertion:
     end: int
 
 
-def assertions(
-    patterns: Sequence[re.Pattern[str]], view: View, *, wrong: bool, live: Callable[[Assertion], bool] = bool
-) -> list[Assertion]:
-    """Per phrasing, its first match in ``view`` that asserts what it says (not negated, denied,
-    supposed or reported) and that ``live`` accepts (not withdrawn later), as a span of the
-    original statement; at most :data:`MAX_MATCHES` matches of a phrasing are read (bounded work
-    on long or adversarial text)."""
-    return _first_per_phrasing(patterns, view, lambda p, m, at: live(at) and _asserts(p, m, view, at, wrong=wrong))
+#: The stances a match (and a statement) can take, strongest claim first.
+STANCES = ("asserted", "hypothesised", "withdrawn", "attributed", "denied")
 
 
-def denials(
-    patterns: Sequence[re.Pattern[str]], view: View, *, live: Callable[[Assertion], bool] = bool
-) -> list[Assertion]:
-    """Per phrasing, its first match in ``view`` that the agent *denies* as its own current belief
-    ("the replicas do not drift apart", "… is not the cause", "Not that X", "X - rejected"): negated
-    or marked false, and neither supposed, asked, one candidate among others, an earlier belief nor
-    withdrawn later (``live``). A concept the mechanism entails but does not require is read this way:
-    leaving it out is fine, denying it contradicts the mechanism."""
-    return _first_per_phrasing(
-        patterns, view, lambda p, m, at: live(at) and _reading(p, m, view, at, wrong=False) == "denied"
-    )
-
-
-def _first_per_phrasing(
+def stances(
     patterns: Sequence[re.Pattern[str]],
     view: View,
-    accept: Callable[[re.Pattern[str], re.Match[str], Assertion], bool],
-) -> list[Assertion]:
-    """Per phrasing, its first non-empty match in ``view`` that ``accept`` takes, as a span of the
-    original statement, in statement order; at most :data:`MAX_MATCHES` matches of a phrasing are
-    read (bounded work on long or adversarial text)."""
-    found = []
+    *,
+    wrong: bool,
+    live: Callable[[Assertion], bool] = bool,
+    kept: Callable[[Assertion], bool] = bool,
+) -> dict[str, Assertion]:
+    """Per stance, the earliest match in ``view`` of any phrasing that reads so (see :func:`_reading`),
+    as a span of the original statement. A match asserted or hypothesised but taken back (``live``
+    refuses it) is withdrawn; a denial taken back after it (``kept`` refuses it) is no denial ("It is not
+    true that X" opens with what also reads as a withdrawal, and stays a denial). At most
+    :data:`MAX_MATCHES` matches of a phrasing are read, and none after its first asserted one (bounded
+    work on long or adversarial text)."""
+    found: dict[str, Assertion] = {}
     for pattern in patterns:
         for n, match in enumerate(pattern.finditer(view.text)):
             if n >= MAX_MATCHES:
@@ -414,25 +788,46 @@ def _first_per_phrasing(
             if match.end() == match.start():
                 continue
             at = Assertion(*view.span(match.start(), match.end()))
-            if accept(pattern, match, at):
-                found.append(at)
+            stance = _reading(pattern, match, view, at, wrong=wrong)
+            if stance in ("asserted", "hypothesised") and not live(at):
+                stance = "withdrawn"
+            elif stance == "open" or stance == "denied" and not kept(at):
+                continue
+            if stance not in found or at.start < found[stance].start:
+                found[stance] = at
+            if stance == "asserted":
                 break
-    return sorted(found, key=lambda a: a.start)
-
-
-def _asserts(pattern: re.Pattern[str], match: re.Match[str], view: View, at: Assertion, *, wrong: bool) -> bool:
-    return _reading(pattern, match, view, at, wrong=wrong) == "asserted"
+    return found
 
 
 def _reading(pattern: re.Pattern[str], match: re.Match[str], view: View, at: Assertion, *, wrong: bool) -> str:
-    """How the match reads: "asserted", "denied" (negated or marked false) or "open" (supposed,
-    asked, a candidate, or an earlier belief: neither asserted nor denied)."""
-    if _candidate(view.source, at.start):  # read as written: list markers like "(b)" are markup in the views
-        return "open"
-    if _hypothetical(view.text, match.start()) or _reported_past(view.text, match.start(), match.end()):
-        return "open"
+    """The match's stance before later withdrawals: "asserted", "hypothesised" (a candidate, a
+    supposition, a question, or inside a hypothesis label, "I suspect …", "maybe …", an "unverified"
+    disclaimer, unless confirmed later), "withdrawn" (an earlier belief reported), "attributed"
+    (someone else's claim the agent does not endorse) or "denied" (negated or marked false); "open"
+    for a negation limited to some cases ("… only with 2 ranks"), which neither asserts nor denies."""
+    held = _candidate(view.source, at.start)  # read as written: list markers like "(b)" are markup in the views
+    if held is not None:
+        return held
+    if _answered_no(view.text, match.start()):
+        return "denied"
+    if _hypothetical(view.text, match.start()):
+        return "hypothesised"
+    found = scopes(view.source)
+    if _reported_past(view.text, match.start(), match.end()) and not found.confirmed_after(at.start):
+        return "withdrawn"
+    if found.voiced(at.start):
+        return "attributed"
+    if _denied_sentence(view.text, match.start()):
+        if not _voiced_by_others(view.text, match.start()):
+            return "denied"
+        if not _endorsed(view.source, at.start, _prose_sentence(view.source, at.start)[1]):
+            return "attributed"
     if _negated_before(view.text, match, wrong=wrong):
-        return "open" if _scoped(view.text, match.end()) else "denied"
+        # a negation limited to some cases, or one whose clause ends inside the match ("… are not averaged
+        # across ranks and each replica moves differently": the match's own claim is past the break), denies
+        # nothing the match says as a whole
+        return "open" if _scoped(view.text, match.end()) or _broken_inside(match, wrong=wrong) else "denied"
     if _negated_inside(pattern, match, wrong=wrong):
         # a negation inside a short phrasing denies it ("the replicas do not drift"); inside a long,
         # sentence-level match it may belong to another claim of that sentence: not a denial
@@ -442,8 +837,8 @@ def _reading(pattern: re.Pattern[str], match: re.Match[str], view: View, at: Ass
     pairs = ((view.text, match.start(), match.end()), (view.source, at.start, at.end))
     if any(_denied_after(t, e) or _judged_false(t, b) for t, b, e in pairs):
         return "denied"
-    if _denied_sentence(view.text, match.start()):
-        return "open" if _voiced_by_others(view.text, match.start()) else "denied"
+    if found.tentative_at(at.start):
+        return "hypothesised"
     return "asserted"
 
 
@@ -457,6 +852,14 @@ def _negated_before(text: str, match: re.Match[str], *, wrong: bool) -> bool:
     return any(
         wrong or not OMISSION.match(clause, n.end()) or SPEAKER.search(clause, 0, n.start()) for n in negations(clause)
     )
+
+
+def _broken_inside(match: re.Match[str], *, wrong: bool) -> bool:
+    """Whether a clause break lies inside the match (past its first word): a negation before the match
+    then reaches only its first clause."""
+    text = match.group(0)
+    first = re.match(r"\W*\w+", text)
+    return (STRONG_BREAK if wrong else CLAUSE_BREAK).search(text, first.end() if first else 0) is not None
 
 
 def _negated_inside(pattern: re.Pattern[str], match: re.Match[str], *, wrong: bool) -> bool:
@@ -489,7 +892,16 @@ def _hypothetical(text: str, at: int) -> bool:
     sentence = text[begin:stop]
     if (_supposes(text, begin, sentence) or ONLY_IF.search(sentence)) and MODAL.search(sentence):
         return True
-    if text.startswith("?", stop) and YES_NO_QUESTION.match(sentence) and not ANSWER_YES.match(text, stop + 1):
+    counterfactual = COUNTERFACTUAL.search(text, begin, stop)
+    if counterfactual and counterfactual.start() >= at - MAX_SENTENCE:
+        # "X would make Y if accumulation were above 1": the clause of the "would" only supposes
+        breaks = list(CLAUSE_BREAK.finditer(text, begin, counterfactual.start()))
+        if at >= (breaks[-1].end() if breaks else begin):
+            return True
+    asked = (
+        YES_NO_QUESTION.match(sentence) or MUSED_QUESTION.match(sentence) or DECLARATIVE_QUESTION.fullmatch(sentence)
+    )
+    if text.startswith("?", stop) and asked and not ANSWER_YES.match(text, stop + 1):
         return True  # "Is X …?" asks, unless answered "Yes, …" at once
     breaks = list(CLAUSE_BREAK.finditer(text, begin, at))
     clause = breaks[-1].end() if breaks else begin
@@ -506,11 +918,24 @@ def _hypothetical(text: str, at: int) -> bool:
     return bool(OPEN_QUESTION.search(lead[: cut.start() if cut else len(lead)]))
 
 
+def _answered_no(text: str, at: int) -> bool:
+    """Whether the match at ``at`` is in a yes/no question answered "no" at once ("Is it X? No: …")."""
+    begin, stop = _prose_sentence(text, at)
+    sentence = text[begin:stop]
+    asked = YES_NO_QUESTION.match(sentence) or MUSED_QUESTION.match(sentence)
+    return bool(text.startswith("?", stop) and asked and ANSWER_NO.match(text, stop + 1))
+
+
 def _denied_sentence(text: str, at: int) -> bool:
     """Whether the match at ``at`` is in a sentence that opens by denying or by voicing someone
-    else's possible view ("Not that X …", "It is not true that X …", "Someone might say X"), up to
-    a contrast ("…, but Y") that starts the agent's own claim."""
+    else's possible view ("Not that X …", "It is not true that X …", "Someone might say X"), also
+    after a leading phrase ("Contrary to what the ticket says, it is not the case that X"), up to a
+    contrast ("…, but Y") that starts the agent's own claim."""
     begin = _prose_sentence(text, at)[0]
+    lead = LEADING_PHRASE.match(text, begin)
+    # a match that starts the sentence (a sentence-level phrasing) is denied with it too
+    if lead and (lead.end() <= at or at == begin) and SENTENCE_DENIAL.match(text, lead.end()):
+        begin = lead.end()
     opening = SENTENCE_DENIAL.match(text, begin)
     if opening is None:
         return False
@@ -532,31 +957,39 @@ def _voiced_by_others(text: str, at: int) -> bool:
     return opening is not None and not re.match(r"[\W_]*(?:not\b|it\b)", opening.group(0), re.IGNORECASE)
 
 
-def _candidate(text: str, at: int) -> bool:
-    """Whether the match at ``at`` is one option in a list of candidates: its sentence opens a
-    candidates label before it ("Candidates: (a) …, (b) …") or is a hedged list of alternatives
-    ("Could be A, B, or C"), or it is an item of a list whose line before it is such a label; an
-    item marked confirmed after the match is not an option any more."""
+def _candidate(text: str, at: int) -> str | None:
+    """Whether the match at ``at`` is one option in a list of candidates ("hypothesised": its sentence
+    opens a candidates label before it, "Candidates: (a) …, (b) …", or is a hedged list of alternatives,
+    "Could be A, B, or C", or it is an item of a list whose line before it is such a label) or an item
+    of a list of rejected explanations ("denied": "Ruled out: …"); ``None`` otherwise. An item marked
+    confirmed after the match is not an option any more."""
     begin, stop = _prose_sentence(text, at)
     following = INLINE_ITEM.search(text, at + 1, stop)  # an inline list's next item: "…, (b) …"
     if CONFIRMED.search(text, at, following.start() if following else stop):
-        return False
+        return None
     sentence = text[begin:stop]
     if HEDGED_ALTERNATIVES.match(sentence) and ALTERNATIVE.search(sentence):
-        return True
-    if CANDIDATES.search(text, begin, at) or CANDIDATES.match(sentence):
-        return True
+        return "hypothesised"
+    label = CANDIDATES.search(text, begin, at) or CANDIDATES.match(sentence)
+    if label:
+        return _label_stance(label.group(0))
     line_start = text.rfind("\n", 0, at) + 1
     if not LIST_ITEM.match(text, line_start):
-        return False
+        return None
     # walk back over the list's items (bounded) to the line that introduces the list
     for _ in range(MAX_LIST_ITEMS):
         if line_start == 0:
-            return False
+            return None
         line_start = text.rfind("\n", 0, line_start - 1) + 1
         if not LIST_ITEM.match(text, line_start):
-            return bool(CANDIDATES.search(text[line_start : text.find("\n", line_start)]))
-    return False
+            label = CANDIDATES.search(text[line_start : text.find("\n", line_start)])
+            return _label_stance(label.group(0)) if label else None
+    return None
+
+
+def _label_stance(label: str) -> str:
+    """A candidates label's stance for its items: rejected ones are denied, the others put forward."""
+    return "denied" if REJECTED_LABEL.search(label) else "hypothesised"
 
 
 def _supposes(text: str, begin: int, sentence: str) -> bool:
@@ -629,7 +1062,8 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
     found = []
     for kind, regex in (("retraction", RETRACTION), ("refutation", REFUTATION)):
         for match in regex.finditer(statement):
-            stop = WITHDRAWAL_END.search(statement, match.end())
+            # the clause ends at the punctuation a match may have consumed ("that was wrong. X": X stands)
+            stop = WITHDRAWAL_END.search(statement, match.start() + len(match.group(0).rstrip(" .;:!,\u2014\u2013-")))
             reach = stop.start() if stop else len(statement)
             target = _target(statement, match, reach)
             wrong_only = any(p.search(target) for p in wrong_patterns)
@@ -639,6 +1073,7 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
                 and PREAMBLE.fullmatch(statement, begin, match.start()) is None
                 and BACKREF.search(match.group(0)) is None
                 and ANAPHORIC_START.match(statement, begin) is None
+                and REBUTTAL_START.match(statement, begin) is None
             )
             found.append(Withdrawal(match.start(), reach, wrong_only, begin if local else 0))
     return sorted(found, key=lambda w: w.start)
@@ -658,6 +1093,11 @@ def _sentence_start(text: str, at: int) -> int:
     return ends[before - 1] if before else 0
 
 
-def withdrawn(assertion: Assertion, taken_back: Sequence[Withdrawal], *, wrong: bool) -> bool:
-    """Whether a later withdrawal takes ``assertion`` back."""
-    return any(w.begin <= assertion.start < w.reach and (wrong or not w.wrong_only) for w in taken_back)
+def withdrawn(assertion: Assertion, taken_back: Sequence[Withdrawal], *, wrong: bool, later: bool = False) -> bool:
+    """Whether a withdrawal takes ``assertion`` back (``later``: only one that starts after it)."""
+    return any(
+        w.begin <= assertion.start < w.reach
+        and (wrong or not w.wrong_only)
+        and (not later or w.start > assertion.start)
+        for w in taken_back
+    )

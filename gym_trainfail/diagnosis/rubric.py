@@ -44,6 +44,8 @@ Schema (every key is checked; a broken rubric refuses the case at registration):
     [[fixture]]                    # author-written statements the judges are checked against
     expect = "correct"             # or "incorrect"
     label = "near miss: …"
+    stance = "hypothesised"        # optional, with mechanism: asserted|hypothesised|withdrawn|attributed|denied
+    mechanism = "right"            # optional, with stance: right|wrong (see check_stance)
     text = \"\"\"…\"\"\"
 
     [study]                        # the scripted study agent's lines (optional)
@@ -85,7 +87,7 @@ KEYS: Mapping[str, frozenset[str]] = {
     "symptom": frozenset({"description", "scope", "pattern"}),
     "pattern": frozenset({"regex", "command_key", "rtol"}),
     "validation": frozenset({"steps"}),
-    "fixture": frozenset({"expect", "label", "text"}),
+    "fixture": frozenset({"expect", "label", "text", "stance", "mechanism"}),
     "study": frozenset(
         {"probe", "probe_path", "probe_command", "wrong_repair", "hypothesis", "confirmation"}
     ),  # fmt: skip
@@ -137,11 +139,56 @@ class Symptom:
 
 @dataclass(frozen=True)
 class Fixture:
-    """An author-written statement and whether it is a correct diagnosis."""
+    """An author-written statement and whether it is a correct diagnosis; where its author labels how it
+    holds the mechanism (``stance``, ``mechanism``), also whether the pre-run-hypothesis reading must
+    credit it (:attr:`hypothesis`)."""
 
     text: str
     correct: bool
     label: str
+    stance: str | None = None
+    mechanism: str | None = None
+
+    @property
+    def hypothesis(self) -> bool | None:
+        """Whether the pre-run-hypothesis reading must credit the statement (``None``: not labelled)."""
+        return expected_hypothesis(self.correct, self.stance, self.mechanism)
+
+
+#: How a statement holds the mechanism (``docs/diagnosis.md``, "Stances").
+STANCES = ("asserted", "hypothesised", "withdrawn", "attributed", "denied")
+MECHANISMS = ("right", "wrong")
+
+
+def expected_hypothesis(correct: bool, stance: str | None, mechanism: str | None) -> bool | None:
+    """Whether a labelled statement must be credited by the pre-run-hypothesis reading: the right
+    mechanism asserted or hypothesised. Without a stance label, a correct diagnosis must be (it is
+    asserted) and nothing is said about the others."""
+    if stance is None or mechanism is None:
+        return True if correct else None
+    return mechanism == "right" and stance in ("asserted", "hypothesised")
+
+
+def check_stance(expect: object, stance: object, mechanism: object, withdrawn: object = None) -> str | None:
+    """Why a statement's labels disagree (``None`` when they agree): ``stance`` and ``mechanism`` are given
+    together or not at all; ``expect`` is "correct" exactly when the mechanism is right and asserted;
+    ``withdrawn`` (when given) is true exactly when the stance is withdrawn."""
+    if (stance is None) != (mechanism is None):
+        return "stance and mechanism are labelled together: give both or neither"
+    if stance is None:
+        return None
+    if stance not in STANCES:
+        return f"stance: expected one of {', '.join(STANCES)}, found {stance!r}"
+    if mechanism not in MECHANISMS:
+        return f"mechanism: expected 'right' or 'wrong', found {mechanism!r}"
+    correct = mechanism == "right" and stance == "asserted"
+    if (expect == "correct") != correct:
+        return (f"expect = {expect!r} disagrees with stance = {stance!r}, mechanism = {mechanism!r}: a statement is "
+                "correct exactly when the mechanism is right and asserted")  # fmt: skip
+    if withdrawn is not None and withdrawn is not (stance == "withdrawn"):
+        return (f"withdrawn = {withdrawn!r} disagrees with stance = {stance!r}: withdrawn is true exactly for stance "
+                "'withdrawn'")  # fmt: skip
+    return None
 
 
 @dataclass(frozen=True)
@@ -334,7 +381,13 @@ class _Check:
         label = node.get("label", "")
         if not isinstance(label, str):
             self.fail(f"{where}.label", "expected a string")
-        return Fixture(self.text(node, "text", f"{where}.text"), expect == "correct", str(label))
+        stance, mechanism = node.get("stance"), node.get("mechanism")
+        problem = check_stance(expect, stance, mechanism)
+        if problem is not None:
+            self.fail(where, problem)
+        return Fixture(self.text(node, "text", f"{where}.text"), expect == "correct", str(label),
+                       stance if isinstance(stance, str) else None,
+                       mechanism if isinstance(mechanism, str) else None)  # fmt: skip
 
     def symptom(self, node: object) -> Symptom:
         self.keys(node, "symptom")
