@@ -8,7 +8,9 @@ one; and no grader canary may appear in what the agent sees
 with a diagnosis rubric has it checked against its statement fixtures (precision and recall);
 the deterministic rubric judge must classify every fixture as its author did, and, where the case
 has a held-out statement set (``grader/diagnosis/heldout.toml``), reach precision 0.95 and recall
-0.75 on it (a case without one is reported as such, not refused). The rubric has a gate of its
+0.75 on it, credit 75 % of its right-mechanism hypotheses as pre-run hypotheses and reject 95 % of
+its withdrawn, attributed-then-refuted and denied ones (``diagnosis.heldout``; a case without a
+set is reported as such, not refused). The rubric has a gate of its
 own (``diagnosis_problems``, :attr:`Qualification.rubric_admitted`): a rubric below its floors is
 refused and reported, and the milestone tables say so through the judge's held-out figures, but
 it never refuses the case's verdicts, which a rubric cannot change (rewards never depend on it).
