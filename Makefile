@@ -7,19 +7,32 @@ BIN := $(VENV)/bin
 SANDBOX ?= auto
 # The demo is the embedded default: bubblewrap and CPU ranks, no Docker needed.
 DEMO_SANDBOX ?= bwrap
+# Extras by command: the demo needs none (gymnasium, numpy, rich and the sandbox are the core).
+TEST_EXTRAS := dev,agents,docker,ray,leaderboard,serve,inspect
+# Setup steps append how long they took here; `trainfail demo` prints it.
+export TRAINFAIL_PHASE_LOG := $(abspath $(VENV))/trainfail-phases.tsv
+# The venv and its installs: uv (installed into the venv with pip) when it can be had, pip otherwise.
+INSTALL := $(PYTHON) -I gym_trainfail/installer.py venv $(VENV)
 
 .PHONY: setup test-setup demo test lint typecheck pytest runtime lock images clean leaderboard qualify
 
 $(BIN)/trainfail: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,agents,docker,ray,leaderboard,serve,inspect]'
+	$(INSTALL)
+	touch $@
+
+# An extra's stamp: `$(VENV)/.extras-leaderboard` installs gym-trainfail[leaderboard], and so on.
+$(VENV)/.extras-%: $(BIN)/trainfail
+	$(INSTALL) --extras $*
+	touch $@
+
+$(VENV)/.extras-test: $(BIN)/trainfail
+	$(INSTALL) --extras $(TEST_EXTRAS)
 	touch $@
 
 setup: $(BIN)/trainfail
 	./scripts/bootstrap-system.sh
 
-test-setup: setup
+test-setup: setup $(VENV)/.extras-test
 	./scripts/bootstrap-system.sh --for-tests
 
 runtime: setup
@@ -30,17 +43,19 @@ lock: setup
 	$(BIN)/trainfail runtimes lock --arm all
 
 # Docker runtime images of both arms (needs an engine: DOCKER_HOST, see scripts/start-dockerd.sh).
-images: setup
+images: setup $(VENV)/.extras-docker
 	$(BIN)/trainfail images build --arm all
 
-demo: runtime
+# The demo builds the control runtime itself (timed), then prints where the time went.
+demo: export TRAINFAIL_DEMO_STARTED := $(shell date +%s.%N)
+demo: setup
 	$(BIN)/trainfail demo --sandbox $(DEMO_SANDBOX)
 
-lint: setup
+lint: setup $(VENV)/.extras-test
 	$(BIN)/ruff check gym_trainfail agents tests benchmarks
 	$(BIN)/ruff format --check gym_trainfail agents tests benchmarks
 
-typecheck: setup
+typecheck: setup $(VENV)/.extras-test
 	$(BIN)/mypy
 
 # The slowest tests are listed at the end of every run (CI time is a budget).
@@ -57,7 +72,7 @@ LEADERBOARD_RUN ?= runs/leaderboard-scripted
 # Scripted agents are deterministic: a second trial repeats the same trees (graded once) and adds
 # only timing noise, while study-traincheck's TrainCheck workflow costs minutes per case.
 LEADERBOARD_TRIALS ?= 1
-leaderboard: runtime
+leaderboard: runtime $(VENV)/.extras-leaderboard
 	$(BIN)/trainfail runtimes build --arm traincheck
 	$(BIN)/trainfail batch --cases all --arms control,traincheck --agents study study-traincheck reference noop \
 		--trials $(LEADERBOARD_TRIALS) --workers 2 --sandbox $(SANDBOX) --out $(LEADERBOARD_RUN)

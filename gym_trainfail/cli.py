@@ -69,7 +69,7 @@ from gym_trainfail.batch.progress import describe, episode_progress
 from gym_trainfail.batch.ray_runner import RayRunner, describe_cluster
 from gym_trainfail.batch.runner import Runner
 from gym_trainfail.cases import DEFAULT_PROFILE, CaseSpec
-from gym_trainfail.devices import DevicePool, GpuInfo, query_gpus
+from gym_trainfail.devices import DevicePool
 from gym_trainfail.diagnosis.fixtures import FixtureCheck
 from gym_trainfail.diagnosis.heldout import summary_line
 from gym_trainfail.diagnosis.judges import Judge, RubricJudge
@@ -79,6 +79,7 @@ from gym_trainfail.episode import EpisodeResult, RunGrades, grade_run, resume_ep
 from gym_trainfail.errors import RuntimeMissingError, ToolError, TrainFailError, missing_extra
 from gym_trainfail.files import apply_patch
 from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome
+from gym_trainfail.hardware import GpuInfo, query_gpus
 from gym_trainfail.hashing import TreeRefusedError
 from gym_trainfail.leaderboard import render_leaderboard
 from gym_trainfail.qualify import Qualification, margins, qualify, qualify_diagnosis
@@ -100,7 +101,7 @@ from gym_trainfail.sandbox.cgroups import cgroup_support
 from gym_trainfail.sandbox.disk import disk_support
 from gym_trainfail.scaffold import scaffold_case
 
-DEMO_CASE = "TrainFail/DDPTokenAverage-v0"
+DEMO_CASE = "TrainFail/DDPTokenAverage-v1"
 
 # Rich assumes 80 columns when output is not a terminal; tables here are wider than that.
 out = Console(width=None if sys.stdout.isatty() else 200)
@@ -229,7 +230,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
 
     p = command("run", cmd_run, "play one episode with an agent and grade it (or --resume an interrupted one)")
-    p.add_argument("--case", help="case id (or a case folder), e.g. TrainFail/DDPTokenAverage-v0")
+    p.add_argument("--case", help="case id (or a case folder), e.g. TrainFail/DDPTokenAverage-v1")
     p.add_argument("--arm", default="control", choices=sorted(ARMS))
     p.add_argument("--agent", help=f"agent name ({', '.join(agent_names()) or 'none installed'})")
     p.add_argument("--model", help="model name, for model-driven agents (e.g. --agent openai)")
@@ -1231,14 +1232,15 @@ def _print_milestones(diagnosis: dict[str, Any]) -> None:
 
 
 def _heldout_recall(diagnosis: dict[str, Any]) -> str:
-    """``held-out recall 83%`` (or why there is none) for a milestone table's title."""
+    """``held-out recall 83%, pre-run hypotheses 75%`` (or why there is none) for a milestone table's title."""
     found = diagnosis.get("judge_heldout")
     if not isinstance(found, dict):
         return "no held-out set"
     if "error" in found:
         return "held-out set unusable"
-    recall = found.get("recall")
-    return f"held-out recall {recall:.0%}" if isinstance(recall, float) else "held-out recall —"
+    recall, hypotheses = found.get("recall"), found.get("hypothesis_recall")
+    text = f"held-out recall {recall:.0%}" if isinstance(recall, float) else "held-out recall —"
+    return text + (f", pre-run hypotheses {hypotheses:.0%}" if isinstance(hypotheses, float) else "")
 
 
 def _short(path: Path) -> str:

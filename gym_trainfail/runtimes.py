@@ -3,8 +3,10 @@
 A runtime is a virtual environment built from the arm's **lock**: every package of the arm's
 requirement set in ``containers/runtime/`` resolved once to an exact version and the sha256 of
 the one artifact installed on this platform (``requirements-<arm>-<variant>.lock``, committed;
-``trainfail runtimes lock`` refreshes it). It is installed with ``pip install --require-hashes
---no-deps``, so two machines that build the same lock hold the same bytes.
+``trainfail runtimes lock`` refreshes it). It is installed with ``--require-hashes --no-deps``
+(by uv given pip's settings when uv is found, else by pip: :mod:`gym_trainfail.installer`; the
+installed distributions are checked against the lock either way), so two machines that build
+the same lock hold the same packages, whichever installer each used.
 
 Its folder name carries a content hash of its inputs (the lock, the accelerator variant, the
 interpreter version, build hooks, blocker), so a changed input builds a new runtime and an
@@ -43,6 +45,7 @@ from pathlib import Path
 from gym_trainfail.arms import Arm, get_arm
 from gym_trainfail.errors import RuntimeMissingError, TrainFailError
 from gym_trainfail.hashing import bytes_digest
+from gym_trainfail.installer import Installed, InstallError, install_locked
 from gym_trainfail.paths import containers_dir, home, runtimes_dir
 
 #: Bump when the build procedure changes in a way the inputs do not show.
@@ -672,25 +675,7 @@ def build_runtime(arm_name: str, *, progress: Progress = lambda _: None, force: 
         )
         log = root / "build.log"
         started = time.monotonic()
-        progress(f"creating virtual environment with {python}")
-        _run([str(python), "-m", "venv", str(runtime.venv)], log)
-        torch = _torch_version(list(lock.pins)) or "none"
-        progress(f"installing {lock.path.name} ({len(lock.pins)} packages, hash-checked; torch {torch})")
-        _run(
-            [
-                str(runtime.python),
-                "-m",
-                "pip",
-                "install",
-                "--no-input",
-                "--require-hashes",
-                "--no-deps",
-                "-r",
-                str(lock.path),
-            ],
-            log,
-            extra_env={"DS_BUILD_OPS": "0", "PIP_DISABLE_PIP_VERSION_CHECK": "1", **variant_pip_env(variant)},
-        )
+        installed = _install_lock(runtime, python, lock, log, progress)
         _run([str(runtime.python), "-m", "pip", "check"], log)
         progress("installing the arm's start-up hooks (TrainCheck blocker or usage tracker)")
         for name, source in arm_hooks(arm).items():
@@ -714,12 +699,41 @@ def build_runtime(arm_name: str, *, progress: Progress = lambda _: None, force: 
             "base_prefix": str(base_prefix),
             "packages": freeze,
             "build_seconds": round(time.monotonic() - started, 1),
+            # How, not what: the digest (and so the folder name) never depends on the installer.
+            "installer": installed.installer,
+            "install_seconds": installed.seconds,
+            **({"installer_fallback": installed.fallback} if installed.fallback else {}),
         }
         (root / "runtime.json").write_text(json.dumps(meta, indent=2))
         _make_readonly(root)
         (root / COMPLETE_MARKER).write_text(digest)
         progress(f"runtime {root.name} built in {meta['build_seconds']} s")
         return runtime
+
+
+def _install_lock(runtime: Runtime, python: Path, lock: Lock, log: Path, progress: Progress) -> Installed:
+    """A fresh venv with the lock installed, hash-checked (:mod:`gym_trainfail.installer`: uv
+    with pip's settings when it is usable, pip otherwise; the same packages either way)."""
+
+    def make_venv() -> None:
+        if runtime.venv.exists():
+            shutil.rmtree(runtime.venv)
+        progress(f"creating virtual environment with {python}")
+        _run([str(python), "-m", "venv", str(runtime.venv)], log)
+
+    make_venv()
+    torch = _torch_version(list(lock.pins)) or "none"
+    env = {**os.environ, "DS_BUILD_OPS": "0", "PIP_DISABLE_PIP_VERSION_CHECK": "1", **variant_pip_env(runtime.variant)}
+    try:
+        installed = install_locked(
+            runtime.python, lock.path, lock.pins, log=log, env=env, reset=make_venv, progress=progress
+        )
+    except InstallError as exc:
+        raise TrainFailError(f"runtime build step failed: {exc}") from None
+    fallback = f" (uv not used: {installed.fallback})" if installed.fallback else ""
+    progress(f"installed {len(lock.pins)} packages (torch {torch}) with {installed.installer} in {installed.seconds} s"
+             f"{fallback}")  # fmt: skip
+    return installed
 
 
 #: TrainCheck's console scripts; in a blocking arm each answers with the blocker's message.

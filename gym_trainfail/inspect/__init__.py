@@ -9,6 +9,13 @@ task per registered case for Inspect's ``gym_trainfail/<name>`` entry point.
 
 from __future__ import annotations
 
+from gym_trainfail.errors import MissingExtraError
+
+try:  # the [inspect] extra: without it, say which extra to install rather than a bare ImportError
+    import inspect_ai  # noqa: F401
+except ImportError as exc:
+    raise MissingExtraError("inspect_ai", "inspect", "gym_trainfail's Inspect AI tasks") from exc
+
 from gym_trainfail.inspect.task import STORE_KEY, task_name, trainfail_agent, trainfail_grade, trainfail_task
 
 __all__ = ["STORE_KEY", "task_name", "trainfail_agent", "trainfail_grade", "trainfail_task"]

@@ -511,9 +511,10 @@ def _follow_build(stream: Iterable[dict[str, Any]], out: Any, progress: Progress
         text = str(chunk.get("stream") or chunk.get("status") or "")
         if text:
             out.write(text)
-            line = text.strip()
-            if line.startswith(("Step ", "runtime ", "installing", "installed")):
-                progress(line[:160])
+            # One chunk may hold several lines (the builder's own progress among them).
+            for line in text.strip().splitlines():
+                if line.startswith(("Step ", "runtime ", "installing", "installed")):
+                    progress(line[:160])
         if "error" in chunk:
             out.write(f"ERROR: {chunk['error']}\n")
             out.flush()
