@@ -16,7 +16,8 @@ from gym_trainfail import arms, runtimes
 from gym_trainfail.arms import ARMS, get_arm
 from gym_trainfail.cases import CaseSpec
 from gym_trainfail.errors import TrainFailError
-from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome, write_json
+from gym_trainfail.files import write_json
+from gym_trainfail.grading import Grader, Receipt, ScenarioOutcome
 from gym_trainfail.paths import containers_dir
 from gym_trainfail.runtimes import (
     Pin,
@@ -269,3 +270,39 @@ def test_image_tags_follow_the_runtime_digest(
     assert docker_image.image_tag(arm, docker_image.image_inputs(arm, before, changed, "sha256:base")) != tag
     # The lock travels into the image's build context, where the same builder checks it.
     assert lock_path(arm, "cpu") in docker_image.runtime_files(arm)
+
+
+def test_the_installer_is_not_part_of_a_runtimes_identity(containers: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """uv and pip install the same lock to the same packages (tests/test_installer.py): the
+    runtime's digest, hence its folder, receipts and image tag, must not say which one ran."""
+    arm = get_arm("control")
+    digests = set()
+    for choice in ("pip", "uv", "auto", "/opt/somewhere/uv"):
+        monkeypatch.setenv("TRAINFAIL_INSTALLER", choice)
+        digests.add(runtime_digest(arm, PYTHON, "cpu"))
+    assert len(digests) == 1
+
+
+def test_the_image_build_carries_the_installer_and_the_hosts_uv(tmp_path: Path) -> None:
+    """The image's builder is runtimes.py and what it imports (the installer with it), and the
+    context carries the host's uv for it; without one, the same context builds with pip."""
+    pytest.importorskip("docker")
+    import tarfile
+
+    from gym_trainfail.sandbox import docker_image
+
+    assert "installer.py" in {module.name for module in docker_image.builder_modules()}
+    arm = get_arm("control")
+    fake_uv = tmp_path / "uv-binary"
+    fake_uv.write_bytes(b"\x7fELF not really")
+    fake_uv.chmod(0o755)
+    with_uv, without = tmp_path / "with.tar", tmp_path / "without.tar"
+    docker_image.write_context(with_uv, arm, [], fake_uv)
+    docker_image.write_context(without, arm, [])
+    with tarfile.open(with_uv) as tar:
+        member = tar.getmember(docker_image.CONTEXT_UV)
+        assert member.mode & 0o111 and tar.extractfile(member).read() == fake_uv.read_bytes()  # type: ignore[union-attr]
+        assert "builder/gym_trainfail/installer.py" in tar.getnames()
+    with tarfile.open(without) as tar:
+        assert docker_image.CONTEXT_UV not in tar.getnames()
+    assert 'TRAINFAIL_INSTALLER="$installer"' in docker_image.dockerfile().read_text()
