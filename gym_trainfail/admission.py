@@ -361,8 +361,10 @@ def refresh_diagnosis(case: CaseSpec, result: Any) -> Path | None:
     ``Qualification`` whose diagnosis alone was checked): rubrics change without re-qualification,
     and their figures sit outside the verdict digest, so the verdicts are left as they are. None
     (nothing written) when the case has no current record."""
+    if not record_status(case).current:  # missing, stale, or unreadable (e.g. an older schema)
+        return None
     record = load_record(case)
-    if record is None or not record_status(case).current:
+    if record is None:
         return None
     return write_record(case, replace(record, diagnosis=_diagnosis_figures(result.to_json())))
 

@@ -193,6 +193,12 @@ def test_diagnosis_only_refreshes_a_current_records_figures_and_nothing_else(
     record_path(recorded).unlink()
     assert main(["qualify", str(recorded.root), "--diagnosis-only"]) == 0
     assert "refreshed" not in capsys.readouterr().out and not record_path(recorded).exists()
+    # a record this tool no longer writes (an older schema): left alone, never a crash
+    old = {**before.to_json(), "schema": admission.SCHEMA - 1}
+    record_path(recorded).write_text(json.dumps(old))
+    assert main(["qualify", str(recorded.root), "--diagnosis-only"]) == 0
+    assert "refreshed" not in capsys.readouterr().out
+    assert json.loads(record_path(recorded).read_text()) == old
 
 
 @pytest.mark.parametrize(

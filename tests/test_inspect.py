@@ -102,7 +102,7 @@ def test_fake_openai_model_through_inspect_eval_and_trainfail_grade(
     logs, runs = tmp_path / "logs", tmp_path / "runs"
     with FakeOpenAIServer(script, api_key=KEY) as server:
         env = {**os.environ, "FAKE_BASE_URL": server.url, "FAKE_API_KEY": KEY, "INSPECT_LOG_DIR": str(logs)}
-        command = [sys.executable, "-m", "inspect_ai", "eval", "gym_trainfail/inspect_tasks.py@trainfail",
+        command = [sys.executable, "-m", "inspect_ai", "eval", "gym_trainfail/inspect/tasks.py@trainfail",
                    "-T", f"case={ECHO_CASE}", "-T", "sandbox=bwrap", "-T", f"runs={runs}",
                    "--model", "openai-api/fake/fake-model", "--display", "none"]  # fmt: skip
         done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
@@ -130,7 +130,7 @@ def test_named_case_tasks_resolve_by_file_and_by_entry_point(
 ) -> None:
     model = get_model(MOCK, custom_outputs=[tool_call("finish", {}, (10, 1, 0))])
     options = {"runs": str(tmp_path / "runs"), "sandbox": "bwrap"}
-    spec = f"{REPO}/gym_trainfail/inspect_tasks.py@ddp_token_average"
+    spec = f"{REPO}/gym_trainfail/inspect/tasks.py@ddp_token_average"
     [log] = inspect_eval(spec, model=model, display="none", log_dir=str(tmp_path / "logs"), task_args=options)
     assert log.eval.task == "ddp_token_average" and log.status == "success", log.error
     assert log.samples is not None

@@ -1,9 +1,9 @@
 """Every registered case as an Inspect AI task (extra ``[inspect]``).
 
-    inspect eval gym_trainfail/inspect_tasks.py@ddp_token_average --model openai/gpt-4.1
+    inspect eval gym_trainfail/inspect/tasks.py@ddp_token_average --model openai/gpt-4.1
     inspect eval gym_trainfail/ddp_token_average --model ...      # through the registry entry point
 
-:mod:`.task` builds a case's task (tools, solver loop, scorer); :mod:`._registry` registers one
+:mod:`.task` builds a case's task (tools, solver loop, scorer); :mod:`.tasks` registers one
 task per registered case for Inspect's ``gym_trainfail/<name>`` entry point.
 """
 

@@ -52,13 +52,12 @@ CONTINUE_PROMPT = (
 
 
 def task_name(case: CaseSpec) -> str:
-    """The Inspect task name of a case: ``TrainFail/DDPTokenAverage-v0`` → ``ddp_token_average``
-    (``_v1`` and up are suffixed)."""
+    """The Inspect task name of a case: ``TrainFail/DDPTokenAverage-v1`` → ``ddp_token_average``.
+    The version is left out (a registry holds one version of a case; the log's task arguments
+    and sample metadata carry the full id), so a task's name survives a case's version bump."""
     match = CASE_ID_RE.match(case.id)
     assert match is not None  # validated when the case was loaded
-    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", match["name"]).lower()
-    version = int(match["version"])
-    return words if version == 0 else f"{words}_v{version}"
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", match["name"]).lower()
 
 
 def trainfail_task(
