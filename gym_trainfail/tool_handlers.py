@@ -9,17 +9,27 @@ lifecycle (reset, step bookkeeping, budgets, recovery, the reward) and delegates
 Handlers raise :class:`~gym_trainfail.errors.ToolError` (shown to the model) or
 :class:`~gym_trainfail.errors.SandboxLostError` (the env restarts the sandbox); they never
 decide how an episode ends, except through the ``finish`` callback the env gives them.
+
+A command that does not finish (a job whose ranks wait on each other forever) ends at its
+deadline: the time-out the agent gave, or less where the episode's budget (wall-clock seconds,
+and for a job its device-seconds) would run out first. Its whole process tree is stopped, what
+it printed until then is the observation, its devices go back to the pool, the step is recorded
+like any other (``timed_out``), and the episode goes on while budget is left. Agent commands run
+with ``PYTHONFAULTHANDLER=1`` (:data:`AGENT_ENV`): ``kill -ABRT <pid>`` makes a Python process
+print every thread's stack to its stderr as it ends, so a hung job can show where each rank waits.
 """
 
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gym_trainfail.arms import Arm
+from gym_trainfail.cases import Budgets
 from gym_trainfail.devices import DevicePool
 from gym_trainfail.hardware import Device
 from gym_trainfail.ledger import Ledger
@@ -37,6 +47,11 @@ STEP_FIELDS = ("exit_code", "timed_out", "oom_killed", "revision", "forged_audit
 WRITING_TOOLS = frozenset({"shell", "write_file", "edit_file", "run_job"})
 
 _FILE_TOOLS = frozenset({"read_file", "write_file", "edit_file", "list_files"})
+
+#: What every agent command runs with beyond the sandbox's environment: Python's fault handler
+#: on, so that a fatal signal (``kill -ABRT <pid>`` on a hung rank, a segfault) prints every
+#: thread's Python stack to stderr. Grading phases do not get it (their logs stay as they were).
+AGENT_ENV = {"PYTHONFAULTHANDLER": "1"}
 
 Handled = tuple[str, dict[str, Any]]
 
@@ -76,11 +91,15 @@ class ToolHandlers:
         limits: Limits,
         workspace_exclude: Sequence[str],
         finish: Callable[[str, str], None],
+        budgets: Budgets | None = None,
     ) -> None:
         self.arm = arm
         self.pool = pool
         self.limits = limits
         self.workspace_exclude = tuple(workspace_exclude)
+        #: The episode's budgets: a command's time-out never reaches past them (``None``: only
+        #: the time-out the agent gave counts).
+        self.budgets = budgets
         #: Ends the episode: ``finish(reason, summary)`` (the env's own bookkeeping).
         self._finish = finish
 
@@ -110,13 +129,35 @@ class ToolHandlers:
         raise KeyError(call.tool)  # parse_action admits only the tools above
 
     def shell(self, episode: EpisodeState, command: str, timeout_s: int) -> Handled:
-        result = self.exec(episode, command, timeout_s, "shell")
-        return format_exec(result, timeout_s, self.limits), exec_fields(result)
+        limit, why = self.deadline(episode, timeout_s)
+        result = self.exec(episode, command, limit, "shell")
+        return format_exec(result, limit, self.limits, why), exec_fields(result)
+
+    def deadline(
+        self, episode: EpisodeState, timeout_s: float, devices: int = 0, queued_s: float = 0.0
+    ) -> tuple[float, str]:
+        """The time a command gets, and why when it is less than ``timeout_s``: the episode's
+        remaining wall-clock budget (``queued_s``: a wait for devices not yet on the episode's
+        books, which the budget does not count), and for a job on ``devices`` devices its
+        remaining device-seconds. At least one second: the env ends a spent episode after the step."""
+        if self.budgets is None:
+            return float(timeout_s), ""
+        elapsed = time.time() - episode.started - episode.queue_wait_s - queued_s - episode.suspended_s
+        limits = [
+            (float(timeout_s), ""),
+            (self.budgets.wall_seconds - elapsed, "the episode's remaining wall-clock budget"),
+        ]
+        if devices:
+            left = (self.budgets.device_seconds - episode.device_seconds) / devices
+            limits.append((left, "the episode's remaining device-seconds"))
+        limit, why = min(limits, key=lambda item: item[0])
+        return max(1.0, limit), why
 
     def run_job(self, episode: EpisodeState, command: str, devices: int, timeout_s: int) -> Handled:
         lease = self.pool.acquire(devices)
+        limit, why = self.deadline(episode, timeout_s, len(lease.devices), lease.queue_wait_s)
         try:
-            result = self.exec(episode, command, timeout_s, "run_job", lease.devices, devices=len(lease.devices))
+            result = self.exec(episode, command, limit, "run_job", lease.devices, devices=len(lease.devices))
         finally:
             lease.release()
             episode.device_seconds += lease.device_seconds
@@ -134,7 +175,7 @@ class ToolHandlers:
             )
         noun = "GPU" if self.pool.kind == "gpu" else "CPU rank"
         header = f"job ran on {len(lease.devices)} {noun}{'s' if len(lease.devices) != 1 else ''}\n"
-        return header + format_exec(result, timeout_s, self.limits), exec_fields(result)
+        return header + format_exec(result, limit, self.limits, why), exec_fields(result)
 
     def submit(self, episode: EpisodeState) -> Handled:
         episode.sandbox.check_alive()
@@ -153,7 +194,7 @@ class ToolHandlers:
         self,
         episode: EpisodeState,
         command: str,
-        timeout_s: int,
+        timeout_s: float,
         tool: str,
         assigned: Sequence[Device] = (),
         **context: Any,
@@ -164,7 +205,7 @@ class ToolHandlers:
         if watch is not None:
             watch.begin()
         try:
-            result = episode.sandbox.exec(["bash", "-c", command], timeout_s=timeout_s, devices=assigned)
+            result = episode.sandbox.exec(["bash", "-c", command], timeout_s=timeout_s, devices=assigned, env=AGENT_ENV)
         finally:
             for report in watch.collect() if watch is not None else ():
                 self.audit_event(episode, "watch", report, tool, **context)
@@ -197,10 +238,12 @@ class ToolHandlers:
                     self.audit_event(episode, "call", report, call.tool)
 
 
-def format_exec(result: ExecResult, timeout_s: float, limits: Limits) -> str:
-    """A finished command as the model reads it: how it ended, then its output."""
+def format_exec(result: ExecResult, timeout_s: float, limits: Limits, why: str = "") -> str:
+    """A finished command as the model reads it: how it ended, then its output. ``why`` names
+    the limit when the time-out was not the one the agent gave (the episode's budget)."""
     if result.timed_out:
-        status = f"killed: timed out after {timeout_s:.0f} s (the whole process tree was stopped)"
+        limit = f"{why}; " if why else ""
+        status = f"killed: timed out after {timeout_s:.0f} s ({limit}the whole process tree was stopped)"
     elif result.oom_killed:
         limit = f"{limits.memory_bytes / 2**30:.0f} GiB" if limits.memory_bytes else "the host's"
         status = f"killed: out of memory (limit {limit}); exit code {result.exit_code}"

@@ -96,7 +96,10 @@ def tool_specs(workspace: str, device_description: str, output_limit: int) -> li
             f"Run a command with devices allocated to it ({device_description}); use it for anything that "
             "launches multi-rank training, e.g. `torchrun --nproc_per_node $NPROC ...`. Inside, NPROC and "
             "TRAINFAIL_DEVICES hold the device count and TRAINFAIL_BACKEND the torch.distributed backend. "
-            "Waits while the devices are busy; time and device use are recorded.",
+            "Waits while the devices are busy; time and device use are recorded. At the timeout every process of "
+            "the job is stopped and what it printed so far is shown. "
+            "Python processes print every thread's stack to stderr on SIGABRT (`kill -ABRT <pid>`, which ends "
+            "the process), e.g. `CMD & sleep 60; pkill -ABRT -P $!; wait` for the workers of a torchrun CMD.",
             {
                 "command": {"type": "string", "description": "bash command line"},
                 "devices": {"type": "integer", "minimum": 1, "description": "number of devices (ranks)"},

@@ -291,3 +291,226 @@ def test_an_observer_records_named_steps_on_every_rank_of_a_real_ddp_job(
     assert seen["grad_spread"] < 1e-6, "DDP averaged the gradients the observer saw at optimizer.step"
     assert seen["moved"] > 0
     assert not (tmp_path / "records" / "rank2.pt").exists()
+
+
+AUTOCAST_SIDE = r"""
+import contextlib, json, sys
+import torch
+sys.path[:0] = [OBSERVERS]
+from autocast_probe import AutocastProbe
+probe = AutocastProbe(record_only=("cpu",)).install()
+seen = {"outside": probe.state()}
+with torch.autocast("cpu", dtype=torch.bfloat16):
+    seen["with"] = probe.state()
+    # recorded, not applied: a CPU matmul stays float32
+    seen["dtype"] = str((torch.ones(2, 2) @ torch.ones(2, 2)).dtype)
+    with torch.autocast("cpu", enabled=False):
+        seen["nested_off"] = probe.state()
+    seen["back"] = probe.state()
+with contextlib.ExitStack() as stack:
+    stack.enter_context(torch.cpu.amp.autocast(dtype=torch.float16))
+    seen["exit_stack_alias"] = probe.state()
+try:
+    with torch.amp.autocast("cpu", dtype=torch.bfloat16):
+        raise KeyError("inside")
+except KeyError:
+    seen["after_raise"] = probe.state()
+seen["left"] = len(probe.entered)
+print(json.dumps(seen))
+"""
+
+
+def test_the_autocast_probe_sees_every_way_of_entering_an_autocast(runtime: Runtime, tmp_path: Path) -> None:
+    script = AUTOCAST_SIDE.replace("OBSERVERS", repr(str(HARNESSLIB / "observers")), 1)
+    got = _run_in_runtime(runtime, script, tmp_path)
+    assert got["outside"] == "off" and got["with"] == "cpu:bfloat16"
+    assert got["dtype"] == "torch.float32", "a record-only device type's autocast is not applied"
+    assert got["nested_off"] == "off" and got["back"] == "cpu:bfloat16", "innermost wins, as autocasts nest"
+    assert got["exit_stack_alias"] == "cpu:float16", "an alias entered through an ExitStack is the same class"
+    assert got["after_raise"] == "off" and got["left"] == 0, "an exception leaves no autocast entered"
+
+
+SAFETENSORS_SIDE = r"""
+import json, os, sys
+from pathlib import Path
+import torch
+from safetensors.torch import save_file
+sys.path[:0] = [HARNESSLIB]
+from artifacts import ArtifactError
+from readers import read_safetensors
+tmp = Path(TMP)
+out = {}
+
+def refused(label, call):
+    try:
+        call()
+        out[label] = "accepted"
+    except ArtifactError as err:
+        out[label] = str(err)
+
+save_file({"w": torch.ones(2, 3), "h": torch.zeros(4, dtype=torch.bfloat16)}, str(tmp / "model.safetensors"))
+kept = read_safetensors(tmp / "model.safetensors", 1 << 20, None)
+out["kept"] = {k: [list(v.shape), str(v.dtype)] for k, v in sorted(kept.items())}
+out["as32"] = sorted({str(v.dtype) for v in read_safetensors(tmp / "model.safetensors", 1 << 20).values()})
+refused("small_limit", lambda: read_safetensors(tmp / "model.safetensors", 64))
+os.symlink(tmp / "model.safetensors", tmp / "link.safetensors")
+refused("link", lambda: read_safetensors(tmp / "link.safetensors", 1 << 20))
+(tmp / "huge_header.safetensors").write_bytes((1 << 40).to_bytes(8, "little") + b"{}")
+refused("huge_header", lambda: read_safetensors(tmp / "huge_header.safetensors", 1 << 20))
+(tmp / "garbage.safetensors").write_bytes((8).to_bytes(8, "little") + b"not json")
+refused("garbage", lambda: read_safetensors(tmp / "garbage.safetensors", 1 << 20))
+save_file({"ids": torch.arange(3)}, str(tmp / "ints.safetensors"))
+refused("ints", lambda: read_safetensors(tmp / "ints.safetensors", 1 << 20))
+print(json.dumps(out))
+"""
+
+
+def test_safetensors_weights_are_read_bounded_and_typed(runtime: Runtime, tmp_path: Path) -> None:
+    got = _run_in_runtime(runtime, f"HARNESSLIB = {str(HARNESSLIB)!r}\nTMP = {str(tmp_path)!r}\n" + SAFETENSORS_SIDE,
+                          tmp_path)  # fmt: skip
+    assert got["kept"] == {"h": [[4], "torch.bfloat16"], "w": [[2, 3], "torch.float32"]}, "dtype None keeps each"
+    assert got["as32"] == ["torch.float32"]
+    assert "over the 64-byte limit" in str(got["small_limit"])
+    assert got["link"] != "accepted" and got["garbage"] != "accepted"
+    assert "no valid safetensors header" in str(got["huge_header"])
+    assert "not a dense floating-point CPU tensor" in str(got["ints"])
+
+
+def test_a_judge_built_from_its_phase_inputs_sees_the_oracle_and_the_host_clock(tmp_path: Path) -> None:
+    from gym_trainfail.harnesslib import judgekit
+
+    seen: list[judgekit.PhaseInputs] = []
+
+    @dataclass(frozen=True)
+    class Obs:
+        metrics: list[object]
+
+    def make_kit(inputs: judgekit.PhaseInputs) -> judgekit.JudgeKit:
+        seen.append(inputs)
+
+        def compare(sc: ToyScenario, obs: Obs) -> judgekit.Verdict:
+            where = inputs.oracle_dir(sc.name)
+            return judgekit.Verdict("pass", f"oracle at {where}, unit {inputs.duration_s}s", {"n": 1.0})
+
+        return judgekit.JudgeKit("Toy", ToyScenario.from_request, lambda sc, folder: Obs([]), compare)
+
+    (tmp_path / "scenarios.json").write_text(json.dumps([{"name": "two", "kind": "healthy", "devices": 2}]))
+    (tmp_path / "run.json").write_text(json.dumps({"duration_s": 12.5, "scenarios": 1, "timed_out": False}))
+    (tmp_path / "artifacts" / "two").mkdir(parents=True)
+    args = ["--scenarios", str(tmp_path / "scenarios.json"), "--artifacts", str(tmp_path / "artifacts"),
+            "--run", str(tmp_path / "run.json"), "--out-dir", str(tmp_path / "out"), "--oracle", "/oracle"]  # fmt: skip
+    judgekit.main_with(make_kit, argv=args)
+    outcome = json.loads((tmp_path / "out" / "two.json").read_text())
+    assert (outcome["status"], outcome["reason"]) == ("pass", "oracle at /oracle/two, unit 12.5s")
+    assert (seen[0].unit_scenarios, seen[0].timed_out) == (1, False)
+    assert seen[0].oracle_dir("../escape") is None, "a scenario name never leaves the oracle root"
+    # a host record with odd fields reads as unknown, never as a time a verdict could rest on
+    (tmp_path / "run.json").write_text(json.dumps({"duration_s": "fast", "scenarios": True, "timed_out": 1}))
+    odd = judgekit.read_phase_inputs(tmp_path / "run.json", None)
+    assert (odd.duration_s, odd.unit_scenarios, odd.timed_out, odd.oracle_dir("two")) == (None, None, False, None)
+    (tmp_path / "run.json").write_text(json.dumps({"duration_s": -3.0}))
+    assert judgekit.read_phase_inputs(tmp_path / "run.json", None).duration_s is None
+    assert judgekit.read_phase_inputs(tmp_path / "missing.json", None).duration_s is None
+
+
+def test_observer_settings_and_record_files_name_what_the_observer_and_judge_expect(tmp_path: Path) -> None:
+    from gym_trainfail.harnesslib import runkit  # noqa: PLC0415 - the run kit's side, standard library only
+
+    settings = launch.observe_settings(tmp_path / "observe", 12, full_every=4)
+    assert settings == {"TRAINFAIL_OBSERVE_DIR": str(tmp_path / "observe"), "TRAINFAIL_OBSERVE_STEPS": "12",
+                        "TRAINFAIL_OBSERVE_FULL_EVERY": "4"}  # fmt: skip
+    pipeline = launch.Pipeline(module="train", observers=("obs:start",))
+    env = pipeline.job_env("gloo", settings)
+    assert env["TRAINFAIL_OBSERVERS"] == "obs:start" and env["TRAINFAIL_OBSERVE_STEPS"] == "12"
+    assert "TRAINFAIL_OBSERVE_DIR" not in pipeline.job_env("gloo"), "observers stay off without settings"
+    assert runkit.rank_files("observe", 3, 1 << 20) == [("observe/rank0.pt", 1 << 20), ("observe/rank1.pt", 1 << 20),
+                                                        ("observe/rank2.pt", 1 << 20)]  # fmt: skip
+    assert runkit.rank_files("observe", 0, 1) == []
+
+
+TP_LAYOUT = r"""
+import io, json, os, sys
+from pathlib import Path
+sys.path.insert(0, HARNESSLIB)
+import torch
+from artifacts import ArtifactError
+from compare import gather_shards, replica_spread, shard_problem, shard_shapes
+from readers import read_model_states
+
+split = lambda name: {"col.weight": 0, "row.weight": 1}.get(name)
+full = {"col.weight": torch.arange(24.0).view(6, 4), "row.weight": torch.arange(12.0).view(2, 6),
+        "ln.weight": torch.ones(4)}
+pieces = [{"col.weight": full["col.weight"][3 * r:3 * r + 3], "row.weight": full["row.weight"][:, 3 * r:3 * r + 3],
+           "ln.weight": full["ln.weight"].clone()} for r in range(2)]
+out = {"gathered": all(torch.equal(gather_shards(pieces, split)[n], full[n]) for n in full)}
+out["shapes"] = {n: list(s) for n, s in shard_shapes({n: v.shape for n, v in full.items()}, 2, split).items()}
+try:
+    shard_shapes({"col.weight": (5, 4)}, 2, split)
+except ValueError as err:
+    out["uneven"] = str(err)
+shapes = {n: v.shape for n, v in full.items()}
+out["layout_ok"] = shard_problem(pieces, shapes, split, "rank")
+whole = [dict(pieces[0], **{"row.weight": full["row.weight"]}), pieces[1]]
+out["layout_whole"] = shard_problem(whole, shapes, split, "rank")
+out["layout_missing"] = shard_problem([pieces[0], {"col.weight": pieces[1]["col.weight"]}], shapes, split, "rank")
+try:
+    gather_shards([pieces[0], {"ln.weight": torch.ones(4)}], split)
+except ValueError as err:
+    out["gather_missing"] = str(err)
+pieces[1]["ln.weight"][2] += 1e-7
+out["spread"] = list(replica_spread(pieces, ["ln.weight"]))
+
+tmp = Path(TMP)
+good = tmp / "good"
+good.mkdir()
+for r in range(2):
+    blob = {"module": {**pieces[r], "col._extra_state": None}, "optimizer": None}
+    torch.save(blob, good / f"mp_rank_{r:02d}_model_states.pt")
+states = read_model_states(good, 2, 1 << 20)
+out["read"] = [sorted(s) for s in states]
+class Payload:
+    def __reduce__(self):
+        return (os.system, ("touch " + str(tmp / "pwned"),))
+for label, module in [("extra_not_none", {"w._extra_state": torch.zeros(2, dtype=torch.int64)}),
+                      ("pickle", {"w": Payload()}), ("no_module", None)]:
+    folder = tmp / label
+    folder.mkdir()
+    torch.save({"module": module} if module is not None else {"model": {}}, folder / "mp_rank_00_model_states.pt")
+    try:
+        read_model_states(folder, 1, 1 << 20)
+    except ArtifactError as err:
+        out[label] = str(err)
+try:
+    read_model_states(good, 3, 1 << 20)
+except ArtifactError as err:
+    out["rank_missing"] = str(err)
+(tmp / "linked").symlink_to(good)
+try:
+    read_model_states(tmp / "linked", 2, 1 << 20)
+except ArtifactError as err:
+    out["linked"] = str(err)
+out["pwned"] = (tmp / "pwned").exists()
+print(json.dumps(out))
+"""
+
+
+def test_tensor_parallel_layouts_gather_and_check_pieces_and_model_states_read_as_adversarial_data(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    script = TP_LAYOUT.replace("HARNESSLIB", repr(str(HARNESSLIB)), 1).replace("TMP", repr(str(tmp_path)), 1)
+    got = _run_in_runtime(runtime, script, tmp_path)
+    assert got["gathered"] is True
+    assert got["shapes"] == {"col.weight": [3, 4], "row.weight": [2, 3], "ln.weight": [4]}
+    assert got["uneven"] == "col.weight: dim 0 of (5, 4) does not split into 2 equal pieces"
+    assert got["layout_ok"] is None
+    assert got["layout_whole"] == "rank 0: row.weight has shape (2, 6), expected (2, 3)"
+    assert "rank 1: names differ from the model's: missing=['ln.weight', 'row.weight']" in str(got["layout_missing"])
+    assert got["gather_missing"] == "col.weight: the ranks' pieces do not join along dim 0 (KeyError)"
+    spread = got["spread"]
+    assert isinstance(spread, list) and spread[1] == "ln.weight" and 0 < spread[0] < 1e-6
+    assert got["read"] == [["col.weight", "ln.weight", "row.weight"]] * 2, "an empty _extra_state is skipped"
+    assert "not a dense floating-point CPU tensor" in str(got["extra_not_none"])
+    assert "refused by torch.load(weights_only=True)" in str(got["pickle"]) and got["pwned"] is False
+    assert got["no_module"] == "mp_rank_00_model_states.pt: no 'module' state dict"
+    assert got["rank_missing"] == "mp_rank_02_model_states.pt: No such file or directory"
+    assert got["linked"] == "linked/: no checkpoint folder"

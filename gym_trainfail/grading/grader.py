@@ -361,10 +361,11 @@ class Grader:
         judged: list[ScenarioOutcome] = []
         again: list[Scenario] = []
         run = result.run.result if result.run is not None else None
-        run_timed_out = run is not None and run.timed_out
         # A group whose run did not end cleanly (killed, crashed, out of time): whichever of its
         # scenarios broke it decided the others' fates too, so only their passes stand and the
-        # rest are graded again alone.
+        # rest are graded again alone. (A scenario that hangs does not break its group: the run
+        # kit stops it at its deadline and the judge fails it with "no progress after N s"; alone,
+        # the host's clock stops it and ``host_reason`` says so.)
         run_broke = run is None or run.timed_out or run.exit_code != 0
         for scenario in pending:
             if result.host_reason:
@@ -374,8 +375,6 @@ class Grader:
             found = from_outcome(scenario, data) if data is not None else None
             if found is not None and run_broke and len(pending) > 1 and found.status != "pass":
                 found = None
-            if found is None and run_timed_out and len(pending) == 1:
-                found = host_verdict(scenario, "fail", f"the run exceeded its time limit ({scenario.timeout_s:.0f} s)")
             if found is None or found.status == "error":
                 again.append(scenario)
             else:

@@ -6,7 +6,10 @@
 * between the phases (host): only regular files and folders of ``/out`` are kept (links, FIFOs,
   sockets, devices removed and counted) and their size is checked against the case's limit; the
   host's own facts about the run (exit code, time-out, OOM, its duration by the host's clock)
-  become ``/io/run.json``.
+  become ``/io/run.json``. A scenario run alone that is still running at its deadline
+  (``timeout_s``, the host's clock) is stopped with every process in its sandbox and fails with
+  "no progress after N s" there and then: no judge is needed, and nothing it printed or wrote
+  can change that.
 * **judge** (trusted): an empty workspace, the whole ``grader/`` at ``/grader``, the artifacts
   read-only at ``/artifacts``, cached oracles at ``/oracle/<scenario>``; it writes
   ``/io/outcomes/<scenario>.json``: the only verdicts the host reads.
@@ -31,6 +34,7 @@ from typing import Any
 from gym_trainfail.cases import CaseSpec, Scenario
 from gym_trainfail.devices import DevicePool, Lease
 from gym_trainfail.files import copy_tree, read_json_object, write_json
+from gym_trainfail.harnesslib.judgekit import no_progress
 from gym_trainfail.hashing import tree_digest
 from gym_trainfail.revisions import ALWAYS_EXCLUDED
 from gym_trainfail.runtimes import Runtime
@@ -56,6 +60,18 @@ HARNESSLIB_DIR = Path(__file__).resolve().parent.parent / "harnesslib"
 HARNESSLIB_MOUNT = "/harnesslib"
 #: What every grading phase gets: the harness library on its path (``import runkit``, ``judgekit``).
 HARNESS_ENV = {"PYTHONPATH": HARNESSLIB_MOUNT, "TRAINFAIL_HARNESSLIB": HARNESSLIB_MOUNT}
+#: A scenario group's run phase gets this much beyond its scenarios' deadlines for each scenario:
+#: the run kit's own work between launches (copying the workspace and the outputs). The kit stops
+#: each scenario at its own deadline, so a hang in one leaves the group's run intact.
+GROUP_ALLOWANCE_S = 10.0
+
+
+def run_limit_s(unit: Sequence[Scenario]) -> float:
+    """The host's time limit for a launch unit's run phase: a scenario alone gets exactly its
+    deadline (``timeout_s``), a group the sum of its scenarios' deadlines plus
+    :data:`GROUP_ALLOWANCE_S` per scenario."""
+    total = sum(s.timeout_s for s in unit)
+    return total if len(unit) == 1 else total + GROUP_ALLOWANCE_S * len(unit)
 
 
 @functools.cache
@@ -191,7 +207,8 @@ class Phases:
         self, stack: contextlib.ExitStack, root: Path, source: Path, unit: Sequence[Scenario], lease: Lease
     ) -> RunStage:
         """The run phase of ``unit`` over a copy of ``source`` (hostile), in ``root`` (its
-        artifacts sanitized and sized: a run past the artifact limit gets a ``host_reason``)."""
+        artifacts sanitized and sized). The host fails the unit itself (``host_reason``) when a
+        scenario alone ran past its deadline, or the run left more than the artifact limit."""
         # What the revision's code can write (its workspace copy and /out) sits on a disk
         # budget: a hostile run cannot fill the host's disk.
         (root / "run").mkdir()
@@ -211,12 +228,17 @@ class Phases:
                 Mount(out, ARTIFACTS_OUT, writable=True),
             ),
             [*self.case.run_command, "--scenarios", "/io/scenarios.json", "--out-dir", ARTIFACTS_OUT],
-            sum(s.timeout_s for s in unit),
+            run_limit_s(unit),
             lease,
         )
         check = sanitize_artifacts(out, self.case.artifact_limit_bytes)
         host_reason = ""
-        if check.total_bytes > self.case.artifact_limit_bytes:
+        if run.result.timed_out and len(unit) == 1:
+            # The host's clock is the deadline: a hang is a fail, decided here (never by a judge
+            # reading what the run left). In a group the host cannot tell which scenario ran past
+            # its deadline: the kit stops each at its own, and the grader regrades the rest alone.
+            host_reason = no_progress(unit[0].timeout_s)
+        elif check.total_bytes > self.case.artifact_limit_bytes:
             host_reason = (
                 f"the run left {check.total_bytes / 2**20:.0f} MiB of artifacts, over the grader's "
                 f"limit of {self.case.artifact_limit_bytes / 2**20:.0f} MiB"

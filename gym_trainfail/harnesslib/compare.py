@@ -19,7 +19,7 @@ Needs torch (the case runtime has it).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -203,3 +203,56 @@ def sgd_step(
             buffers[index] = buffer
             grad = buffer
         param.add_(grad, alpha=-lr)
+
+
+# -- tensor-parallel layouts -------------------------------------------------------------------
+
+#: Where a parameter is split across tensor-parallel ranks: its dimension, or ``None`` when every
+#: rank holds a full copy (a case writes this from its workspace README's layout table).
+SplitDim = Callable[[str], "int | None"]
+
+
+def gather_shards(states: Sequence[State], split_dim: SplitDim) -> dict[str, torch.Tensor]:
+    """The full (one-rank) state from every tensor-parallel rank's state, in rank order: a
+    tensor ``split_dim`` gives a dimension for is the ranks' pieces concatenated along it, any
+    other is rank 0's copy (check that the copies agree with :func:`replica_spread`). The names
+    are rank 0's; a rank missing a split name, or pieces that do not concatenate, raise
+    ``ValueError`` (check names and shapes first with :func:`shard_problem`)."""
+    full: dict[str, torch.Tensor] = {}
+    for name, first in states[0].items():
+        dim = split_dim(name)
+        if dim is None:
+            full[name] = first
+            continue
+        try:
+            full[name] = torch.cat([state[name] for state in states], dim)
+        except (KeyError, RuntimeError, IndexError) as err:
+            raise ValueError(f"{name}: the ranks' pieces do not join along dim {dim} ({type(err).__name__})") from None
+    return full
+
+
+def shard_shapes(shapes: Mapping[str, Sequence[int]], ranks: int, split_dim: SplitDim) -> dict[str, tuple[int, ...]]:
+    """The shape each of ``ranks`` equal pieces has: a split dimension divided by ``ranks``
+    (``ValueError`` when it does not divide), every other dimension whole."""
+    out: dict[str, tuple[int, ...]] = {}
+    for name, shape in shapes.items():
+        piece = list(shape)
+        dim = split_dim(name)
+        if dim is not None:
+            if piece[dim] % ranks:
+                raise ValueError(f"{name}: dim {dim} of {tuple(shape)} does not split into {ranks} equal pieces")
+            piece[dim] //= ranks
+        out[name] = tuple(piece)
+    return out
+
+
+def shard_problem(states: Sequence[State], shapes: Mapping[str, Sequence[int]], split_dim: SplitDim,
+                  what: str) -> str | None:  # fmt: skip
+    """Why the per-rank ``states`` cannot be pieces of a model with these full ``shapes`` under
+    the layout ``split_dim`` (each rank ``what`` + its index in the reason), or None."""
+    pieces = shard_shapes(shapes, len(states), split_dim)
+    for rank, state in enumerate(states):
+        problem = structure_problem(state, pieces, f"{what} {rank}")
+        if problem is not None:
+            return problem
+    return None

@@ -6,7 +6,9 @@ judge's own reference); this module does the rest of the protocol's judge phase
 (``docs/grader-protocol.md``): it reads the host's ``run.json`` and the run kit's
 ``timings.json`` as untrusted records, turns missing or malformed outputs into a ``fail``
 (or a ``retry`` for a bare gloo exit abort), and writes one strict-JSON outcome per scenario,
-whole or not at all, whatever happens. Standard library only.
+whole or not at all, whatever happens. A scenario whose launch the run kit stopped at its
+deadline is a ``fail`` with :func:`no_progress`'s reason, whatever outputs it left (a run that
+wrote its results and then hung did not finish either). Standard library only.
 """
 
 from __future__ import annotations
@@ -82,6 +84,28 @@ def last_error_line(log_text: str) -> str:
     return one_line(lines[-1]) if lines else "(no output)"
 
 
+def seconds_text(value: float) -> str:
+    """A duration as a reason shows it: whole seconds without a fraction (``300``), else one
+    decimal (``2.5``)."""
+    return str(int(value)) if float(value).is_integer() else f"{value:.1f}"
+
+
+def no_progress(deadline_s: float) -> str:
+    """The one reason a scenario that did not finish by its deadline fails with, whoever stopped
+    it (the host's clock for a scenario alone, the run kit's inside a group): the same words
+    grouped or alone. The grader imports it from here, so both sides say it alike."""
+    return f"no progress after {seconds_text(deadline_s)} s: the run had not finished by its deadline and was stopped"
+
+
+def launch_deadline(raw: dict[str, Any], sc: Any) -> float:
+    """The time a scenario's launch was given: the scenario's deadline (the request's
+    ``timeout_s``, set by the host) or the case's own per-launch limit (``run_timeout_s``) where
+    that is shorter. Both come from the request, never from the run."""
+    limits = [number(raw.get("timeout_s")), number(getattr(sc, "run_timeout_s", None))]
+    found = [value for value in limits if value is not None and 0 < value <= MAX_SECONDS]
+    return min(found) if found else MAX_SECONDS
+
+
 def unfinished(end: RunEnd, why: str, run_timeout_s: float) -> Verdict:
     """No complete outputs: only a bare gloo exit abort retries; everything else fails."""
     if end.phase_timed_out:
@@ -89,7 +113,7 @@ def unfinished(end: RunEnd, why: str, run_timeout_s: float) -> Verdict:
     if end.phase_oom_killed:
         return Verdict("fail", f"the run phase was killed for memory before the outputs were complete ({why})")
     if end.launch_timed_out:
-        return Verdict("fail", f"pipeline did not finish within {run_timeout_s:g}s ({why})")
+        return Verdict("fail", no_progress(run_timeout_s), {"deadline_s": run_timeout_s, "stopped_by": "run kit"})
     if EXIT_ABORT_MARKER in end.log_text and "Traceback" not in end.log_text:
         return Verdict("retry", f"gloo exit abort before outputs were complete ({why})")
     if end.kit_error:
@@ -209,15 +233,24 @@ class JudgeKit:
     compare: Callable[[Any, Any], Verdict]
 
 
-def judge_scenario(kit: JudgeKit, sc: Any, artifacts: Path, run: dict[str, Any]) -> tuple[Verdict, dict[str, Any]]:
-    """Artifacts -> observation -> verdict (or why there is nothing to compare)."""
+def judge_scenario(
+    kit: JudgeKit, sc: Any, artifacts: Path, run: dict[str, Any], deadline_s: float | None = None
+) -> tuple[Verdict, dict[str, Any]]:
+    """Artifacts -> observation -> verdict (or why there is nothing to compare). ``deadline_s``
+    is the time the launch was given (:func:`launch_deadline`; default ``sc.run_timeout_s``)."""
     folder = artifacts / sc.name
     record = launch_record(folder)
+    limit = deadline_s if deadline_s is not None else float(sc.run_timeout_s)
+    if record.get("timed_out") is True:
+        # The kit stopped the launch: whatever it left is not a finished run. (The kit's record is
+        # the run side's word; it can only turn this scenario into a fail, never into a pass.)
+        verdict = Verdict("fail", no_progress(limit), {"deadline_s": limit, "stopped_by": "run kit"})
+        return verdict, run_timings(record, None)
     try:
         obs = kit.observe(sc, folder)
     except ArtifactError as err:
         end = run_end(run, record, read_tail(folder / "job.log"))
-        return unfinished(end, str(err), sc.run_timeout_s), run_timings(record, None)
+        return unfinished(end, str(err), limit), run_timings(record, None)
     verdict = kit.compare(sc, obs)
     verdict.metrics["launch_returncode_reported"] = integer(record.get("returncode"))
     return verdict, run_timings(record, obs.metrics)
@@ -232,7 +265,8 @@ def judge_one(kit: JudgeKit, raw: dict[str, Any], artifacts: Path, run: dict[str
         return
     timings: dict[str, Any] = {}
     try:
-        verdict, timings = judge_scenario(kit, kit.scenario(raw), artifacts, run)
+        sc = kit.scenario(raw)
+        verdict, timings = judge_scenario(kit, sc, artifacts, run, launch_deadline(raw, sc))
     except Exception as err:  # noqa: BLE001 - a judge fault must still produce an outcome
         traceback.print_exc()
         verdict = Verdict("fail", f"judge error: {type(err).__name__}: {str(err)[:200]}")
@@ -259,3 +293,52 @@ def main(
     args.out_dir.mkdir(parents=True, exist_ok=True)
     for raw in requests(args.scenarios):
         judge_one(kit, raw, args.artifacts, run, args.out_dir)
+
+
+@dataclass(frozen=True)
+class PhaseInputs:
+    """What a judge phase is given besides each scenario's artifacts, for judges that read it:
+    the root of the cached oracles (``--oracle``; ``ROOT/<scenario>``, trusted, read-only) and the
+    host's own facts about the run phase (``/io/run.json``: the launch unit's duration by the
+    host's clock, how many scenarios the unit held, whether the host stopped it). A scenario whose
+    verdict reads ``duration_s`` must be ``alone`` (``unit_scenarios == 1``): the host's clock is
+    the only time a verdict may rest on."""
+
+    oracle: Path | None
+    duration_s: float | None
+    unit_scenarios: int | None
+    timed_out: bool
+
+    def oracle_dir(self, name: str) -> Path | None:
+        """The cached oracle folder of scenario ``name`` (``None`` when the judge got no oracle)."""
+        return self.oracle / name if self.oracle is not None and NAME_RE.match(name) else None
+
+
+def read_phase_inputs(run_path: Path, oracle: Path | None) -> PhaseInputs:
+    """:class:`PhaseInputs` from the host's ``run.json`` (a missing or odd field reads as unknown)."""
+    try:
+        raw = read_json_object(run_path, RUN_JSON_LIMIT)
+    except ArtifactError:
+        raw = {}
+    duration = number(raw.get("duration_s"))
+    return PhaseInputs(
+        oracle=oracle,
+        duration_s=duration if duration is not None and 0 <= duration <= MAX_SECONDS else None,
+        unit_scenarios=integer(raw.get("scenarios")),
+        timed_out=raw.get("timed_out") is True,
+    )
+
+
+def main_with(
+    make_kit: Callable[[PhaseInputs], JudgeKit],
+    requests: Callable[[Path], list[dict[str, Any]]] = read_requests,
+    argv: list[str] | None = None,
+) -> None:
+    """:func:`main` for a judge whose observations or comparisons also read the cached oracle or
+    the host's timing: ``make_kit(inputs)`` builds the kit from this phase's :class:`PhaseInputs`
+    (its ``observe`` and ``compare`` close over them); everything else is :func:`main`'s."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--run", type=Path, required=True)
+    parser.add_argument("--oracle", type=Path)
+    known, _ = parser.parse_known_args(argv)
+    main(make_kit(read_phase_inputs(known.run, known.oracle)), requests, argv)

@@ -64,6 +64,16 @@ def dotted(values: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def observe_settings(folder: Path, steps: int, **more: object) -> dict[str, str]:
+    """The job settings that switch a ``rank_observer.RankObserver`` on (``Pipeline.run``'s
+    ``observe``): its records go to ``folder``, it watches the first ``steps`` optimizer steps,
+    and each of ``more`` becomes ``TRAINFAIL_OBSERVE_<NAME>`` (``full_every=4`` ->
+    ``TRAINFAIL_OBSERVE_FULL_EVERY=4``) for the case's own observer to read."""
+    settings = {"TRAINFAIL_OBSERVE_DIR": str(folder), "TRAINFAIL_OBSERVE_STEPS": str(int(steps))}
+    settings.update({f"TRAINFAIL_OBSERVE_{name.upper()}": str(value) for name, value in more.items()})
+    return settings
+
+
 @dataclass(frozen=True)
 class Pipeline:
     """A workspace's entry point, as its README says a user runs it."""

@@ -6,8 +6,11 @@ run phase (``docs/grader-protocol.md``): it reads ``--scenarios`` and ``--out-di
 scenario a fresh scratch folder and its own ``OUT/<scenario>/`` with a ``timings.json`` record
 (whatever happens: a kit error is recorded for the judge and the next scenario runs), and
 shares one warm launcher (:mod:`warm_launch`) across a scenario group, falling back to cold
-launches if it fails. Nothing here is private and nothing here is a verdict. Standard library
-only (plus :mod:`warm_launch` beside it).
+launches if it fails. Each scenario's launches stop at its deadline (its request's ``timeout_s``,
+counted from the scenario's start, the first one's from the kit's own start), so a scenario that
+hangs is stopped, with every process it started, and the next scenario of the group runs; the
+judge then fails it with "no progress after N s". Nothing here is private and nothing here is a
+verdict. Standard library only (plus :mod:`warm_launch` beside it).
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ from pathlib import Path
 from typing import Any
 
 if __package__:  # imported as part of the package
+    from . import warm_launch
     from .protocol import NAME_RE, read_requests
 else:  # imported from /harnesslib by a case's run kit
+    import warm_launch  # type: ignore[no-redef,import-not-found,unused-ignore]
     from protocol import NAME_RE, read_requests  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 #: How much of a job's and of a warm launcher's combined output the judge gets.
@@ -88,6 +93,12 @@ def collect(run_dir: Path, dest: Path, wanted: list[tuple[str, int]]) -> list[st
     return notes
 
 
+def rank_files(folder: str, ranks: int, limit: int) -> list[tuple[str, int]]:
+    """``wanted`` entries for one observer record per rank: ``folder/rank0.pt`` ..
+    ``folder/rank<ranks-1>.pt``, each of at most ``limit`` bytes."""
+    return [(f"{folder}/rank{rank}.pt", limit) for rank in range(ranks)]
+
+
 class Launchers:
     """The warm launcher for a scenario group, falling back to cold launches if it fails."""
 
@@ -96,12 +107,7 @@ class Launchers:
         self.preload_s = 0.0
         if warm:
             try:
-                if __package__:
-                    from .warm_launch import WarmLauncher  # noqa: PLC0415 - only a group needs it
-                else:
-                    from warm_launch import WarmLauncher  # type: ignore[no-redef,import-not-found,unused-ignore]  # noqa: PLC0415
-
-                self.warm = WarmLauncher(preload, env, log_path)
+                self.warm = warm_launch.WarmLauncher(preload, env, log_path)
                 self.preload_s = float(self.warm.startup_s)
             except (RuntimeError, OSError, ValueError):
                 traceback.print_exc()
@@ -202,11 +208,29 @@ def case_kit(
     return RunKit(name, scenario, run_one, list(pipeline.preload), pipeline.launch_env, read_requests, warm_alone)
 
 
+def deadline_s(raw: dict[str, Any], since: float) -> float | None:
+    """Seconds left until the scenario's deadline: its request's ``timeout_s`` counted from
+    ``since`` (``time.monotonic()``); ``None`` when the request sets no plausible one."""
+    value = raw.get("timeout_s")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e7:
+        return None
+    return float(value) - (time.monotonic() - since)
+
+
 def run_scenario(
-    kit: RunKit, raw: dict[str, Any], source: Path, root: Path, out_dir: Path, launchers: Launchers, preload_s: float
+    kit: RunKit,
+    raw: dict[str, Any],
+    source: Path,
+    root: Path,
+    out_dir: Path,
+    launchers: Launchers,
+    preload_s: float,
+    since: float | None = None,
 ) -> None:
-    """One scenario, its artifacts and ``timings.json``, whatever happens."""
+    """One scenario, its artifacts and ``timings.json``, whatever happens. Its launches stop at
+    its deadline, counted from ``since`` (``time.monotonic()``; default: now)."""
     started = time.time()
+    warm_launch.set_deadline(deadline_s(raw, time.monotonic() if since is None else since))
     name = str(raw.get("name", "unnamed"))
     record: dict[str, Any] = {"preload_s": round(preload_s, 3)}
     dest = out_dir / name
@@ -227,6 +251,8 @@ def run_scenario(
         if NAME_RE.match(name):
             dest = out_dir / name
             dest.mkdir(parents=True, exist_ok=True)
+    finally:
+        warm_launch.set_deadline(None)
     record["total_s"] = round(time.time() - started + preload_s, 3)
     if NAME_RE.match(name) and dest.is_dir():
         (dest / "timings.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
@@ -246,11 +272,16 @@ def run_scenario(
 
 def main(kit: RunKit, argv: list[str] | None = None) -> None:
     """``--scenarios FILE --out-dir DIR``: run every requested scenario from the revision in the
-    working directory; exit 0 once each has had its turn."""
+    working directory; exit 0 once each has had its turn. Run as the phase's program (``argv``
+    from the command line), the process adopts the orphans of its launches
+    (:func:`warm_launch.become_subreaper`) so that none outlives its scenario."""
     parser = argparse.ArgumentParser(description=f"run {kit.name} scenarios (no verdicts)")
     parser.add_argument("--scenarios", type=Path, required=True)
     parser.add_argument("--out-dir", type=Path, required=True)
     args = parser.parse_args(argv)
+    began = time.monotonic()  # the first scenario's deadline counts the kit's own start-up
+    if argv is None:  # the run phase's program: what a launch daemonises comes back here, to be stopped with it
+        warm_launch.become_subreaper()
     requests = kit.read_requests(args.scenarios)
     source = Path.cwd().resolve()
     args.out_dir.mkdir(parents=True, exist_ok=True)
@@ -262,7 +293,8 @@ def main(kit: RunKit, argv: list[str] | None = None) -> None:
         try:
             for index, raw in enumerate(requests):
                 preload_s = launchers.preload_s if index == 0 else 0.0
-                run_scenario(kit, raw, source, root, args.out_dir, launchers, preload_s)
+                since = began if index == 0 else time.monotonic()
+                run_scenario(kit, raw, source, root, args.out_dir, launchers, preload_s, since)
         finally:
             launchers.close()
             if warm:

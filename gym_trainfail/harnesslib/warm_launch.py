@@ -27,6 +27,15 @@ exits with a non-zero code, and reports the first failure.
 
 :func:`launch_cold` is the one-scenario path (a fresh ``torchrun`` or any other command run to
 completion or its time limit); both paths answer with an :class:`Ended`.
+
+**A launch leaves no process behind.** torchrun starts each worker in a session of its own, so
+killing torchrun's process group at a time limit would leave hung ranks running (and holding
+their devices) into the next scenario of a group. Both paths therefore stop the launch's whole
+process tree (:func:`kill_tree`: every descendant is stopped first, so none can fork or be
+reparented while the tree is walked, then all are killed), and the process that launches
+adopts orphans (``PR_SET_CHILD_SUBREAPER``) so that whatever a launch daemonised is still found
+and killed when the launch ends. :func:`set_deadline` caps every launch at the scenario's
+deadline (the run kit sets it from the scenario's ``timeout_s``).
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import ctypes
 import gc
 import importlib
 import io
@@ -59,6 +69,130 @@ else:  # run as a script from /harnesslib
 
 #: Seconds a rank gets between SIGTERM and SIGKILL when another rank failed (torchrun: 30).
 STOP_GRACE_S = 10.0
+#: How long :func:`kill_tree` waits for killed children to be reaped (a process stuck in the
+#: kernel dies later; the sandbox's own close is the backstop).
+REAP_WAIT_S = 5.0
+PR_SET_CHILD_SUBREAPER = 36
+
+#: The scenario's deadline (``time.monotonic()``), if the run kit set one: every launch is capped at it.
+_deadline: float | None = None
+#: Whether this process adopts orphans (:func:`become_subreaper`): then a launch's leftovers are its children.
+_subreaper = False
+
+
+def set_deadline(seconds: float | None) -> None:
+    """Cap every launch from now on at ``seconds`` from now (``None``: no cap). The run kit sets
+    the scenario's deadline before each scenario, so a scenario of several launches (an
+    interrupted and resumed run) stops at it too, and clears it afterwards."""
+    global _deadline  # noqa: PLW0603 - one run kit process, one scenario at a time
+    _deadline = None if seconds is None else time.monotonic() + max(0.0, seconds)
+
+
+def capped(timeout_s: float) -> float:
+    """``timeout_s``, or less where the scenario's deadline comes sooner (never below 0)."""
+    if _deadline is None:
+        return timeout_s
+    return max(0.0, min(timeout_s, _deadline - time.monotonic()))
+
+
+def become_subreaper() -> bool:
+    """Adopt the orphans of everything this process starts (Linux ``PR_SET_CHILD_SUBREAPER``), so
+    that a process a launch daemonised can still be found and stopped when the launch ends; False
+    where not possible. The run kit (:func:`runkit.main`) and the warm server call it; a program
+    that only calls :func:`launch_cold` keeps its own behaviour (no orphans come to it)."""
+    global _subreaper  # noqa: PLW0603 - a property of this process
+    try:
+        _subreaper = _subreaper or int(ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+    return _subreaper
+
+
+def children_by_parent() -> dict[int, list[int]]:
+    """Every process this process can see, by parent pid (``/proc/<pid>/stat``)."""
+    children: dict[int, list[int]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return children
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+            # "pid (comm) state ppid ...": comm may hold spaces and parentheses; split after the last ")"
+            ppid = int(stat.rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(name))
+    return children
+
+
+def kill_tree(root: int) -> list[int]:
+    """SIGKILL ``root`` and every process below it, whatever session or group each is in.
+
+    The tree is stopped from the top down (SIGSTOP), and only the children of processes already
+    stopped are signalled next: a stopped process can neither fork nor reap, so none of its
+    children can vanish and have its pid reused before it is stopped too, and none is missed.
+    Then all are killed, and our own children among them reaped (bounded by
+    :data:`REAP_WAIT_S`). Answers the pids signalled."""
+    _signal(root, signal.SIGSTOP)
+    stopped, seen = [root], {root}
+    settled = False
+    for _ in range(1000):  # bounded: each round goes one level deeper, and nothing below can grow
+        by_parent = children_by_parent()
+        new = [child for parent in stopped for child in by_parent.get(parent, ()) if child not in seen]
+        if not new:
+            if settled:
+                break
+            settled = True  # a stop is delivered asynchronously: look once more, a moment later
+            time.sleep(0.01)
+            continue
+        settled = False
+        for pid in new:
+            _signal(pid, signal.SIGSTOP)
+        stopped += new
+        seen.update(new)
+    for pid in stopped:
+        _signal(pid, signal.SIGKILL)
+    _reap(stopped)
+    return stopped
+
+
+def kill_adopted(keep: set[int]) -> list[int]:
+    """Kill every child of this process not in ``keep``, with its tree: what a launch left
+    behind and this process adopted as subreaper (:func:`become_subreaper`; without it, nothing
+    is adopted and nothing is killed)."""
+    killed: list[int] = []
+    if not _subreaper:
+        return killed
+    for pid in children_by_parent().get(os.getpid(), []):
+        if pid not in keep:
+            killed += kill_tree(pid)
+    return killed
+
+
+def _signal(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signum)
+
+
+def _reap(pids: list[int]) -> None:
+    """Collect the exit status of those of ``pids`` that are this process's children."""
+    waiting = set(pids)
+    deadline = time.monotonic() + REAP_WAIT_S
+    while waiting and time.monotonic() < deadline:
+        for pid in list(waiting):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:  # not our child (or already collected): nothing to reap
+                waiting.discard(pid)
+                continue
+            if done:
+                waiting.discard(pid)
+        if waiting:
+            time.sleep(0.02)
 
 
 @dataclass(frozen=True)
@@ -77,8 +211,15 @@ class Ended:
 
 def launch_cold(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path, timeout_s: float) -> Ended:
     """Run ``argv`` in a new session, output to ``log_path``, until it exits or ``timeout_s``
-    passes; then its whole process group is killed."""
+    passes (or the scenario's deadline, :func:`set_deadline`); then everything it started is
+    killed, whatever session it moved to (:func:`kill_tree`), and so is anything it left
+    running after a normal exit."""
     started = time.time()
+    limit = capped(timeout_s)
+    if limit <= 0:
+        log_path.write_text("[warm_launch] not started: the scenario's deadline had passed\n")
+        return Ended(None, started, time.time())
+    before = set(children_by_parent().get(os.getpid(), [])) if _subreaper else set()
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             argv,
@@ -90,11 +231,15 @@ def launch_cold(argv: list[str], cwd: Path, env: dict[str, str], log_path: Path,
             start_new_session=True,
         )
         try:
-            returncode: int | None = proc.wait(timeout=timeout_s)
+            returncode: int | None = proc.wait(timeout=limit)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
             returncode = None
+            kill_tree(proc.pid)  # reaps it: Popen.wait then answers at once
+            proc.wait()
+        finally:
+            # what the launch daemonised (adopted by this process, when it is a subreaper) dies
+            # with it; after a time-out this also catches a process that escaped kill_tree's walk
+            kill_adopted(before)
     return Ended(returncode, started, time.time())
 
 
@@ -141,13 +286,19 @@ class WarmLauncher:
         timeout_s: float,
         setup: str = "",
     ) -> Ended:
-        """Run ``python -m module args`` on ``nproc`` ranks until they exit or ``timeout_s``.
+        """Run ``python -m module args`` on ``nproc`` ranks until they exit or ``timeout_s`` (or
+        the scenario's deadline, :func:`set_deadline`); then the launch's whole tree is gone.
 
         ``setup`` (``"module:function"``) is called in each rank once its environment is in
         place and before ``module`` runs: what a ``sitecustomize`` on ``PYTHONPATH`` would do
         at interpreter start-up in a cold launch.
         """
         assert self.proc.stdin is not None
+        limit = capped(timeout_s)
+        if limit <= 0:
+            now = time.time()
+            log_path.write_text("[warm_launch] not started: the scenario's deadline had passed\n")
+            return Ended(None, now, now)
         request = {
             "module": module,
             "args": args,
@@ -155,7 +306,7 @@ class WarmLauncher:
             "cwd": str(cwd),
             "env": env,
             "log": str(log_path),
-            "timeout_s": timeout_s,
+            "timeout_s": limit,
             "setup": setup,
         }
         self.proc.stdin.write(json.dumps(request) + "\n")
@@ -164,10 +315,10 @@ class WarmLauncher:
         return Ended(reply["returncode"], float(reply["started"]), float(reply["ended"]))
 
     def close(self) -> None:
-        """Stop the server (and anything it still runs)."""
+        """Stop the server and anything it still runs (its launches' leaders have sessions of
+        their own: the whole tree goes)."""
         if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
+            kill_tree(self.proc.pid)  # reaps it: Popen.wait then answers at once
         self.proc.wait()
         self._log.close()
 
@@ -335,16 +486,17 @@ def serve_one(request: dict[str, Any], channel: int) -> dict[str, Any]:
         finally:
             os._exit(code)
     deadline = time.monotonic() + float(request["timeout_s"])
-    while True:
-        done, status = os.waitpid(leader, os.WNOHANG)
-        if done:
-            return {"returncode": os.waitstatus_to_exitcode(status), "started": started, "ended": time.time()}
-        if time.monotonic() > deadline:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(leader, signal.SIGKILL)
-            os.waitpid(leader, 0)
-            return {"returncode": None, "started": started, "ended": time.time()}
-        time.sleep(0.05)
+    try:
+        while True:
+            done, status = os.waitpid(leader, os.WNOHANG)
+            if done:
+                return {"returncode": os.waitstatus_to_exitcode(status), "started": started, "ended": time.time()}
+            if time.monotonic() > deadline:
+                kill_tree(leader)  # the leader, every rank and whatever a rank started, in any session
+                return {"returncode": None, "started": started, "ended": time.time()}
+            time.sleep(0.05)
+    finally:
+        kill_adopted(set())  # the server's only children are leaders: anything adopted is a leftover
 
 
 def serve(preload: list[str]) -> None:
@@ -356,6 +508,7 @@ def serve(preload: list[str]) -> None:
     channel = os.dup(1)
     os.dup2(2, 1)
     replies = os.fdopen(channel, "w", buffering=1)
+    become_subreaper()  # ranks' orphans come back here, to be stopped when their launch ends
     for name in preload:
         importlib.import_module(name)
     if threading.active_count() != 1:
