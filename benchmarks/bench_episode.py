@@ -1,6 +1,6 @@
 """Episode overhead: reset time and the cost of a trivial ``shell`` step vs. running it directly.
 
-    .venv/bin/python benchmarks/bench_episode.py [--repeats 30] [--case TrainFail/DDPTokenAverage-v0]
+    .venv/bin/python benchmarks/bench_episode.py [--repeats 30] [--case TrainFail/DDPTokenAverage-v1]
 
 The trivial step is measured three ways: ``bash -c true`` on the host; the same command through
 the episode's own sandbox (``sandbox.exec``, the sandbox-level step); and through ``env.step``
@@ -80,7 +80,7 @@ def env_figures(case_id: str, backend: str, repeats: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=30)
-    parser.add_argument("--case", default="TrainFail/DDPTokenAverage-v0")
+    parser.add_argument("--case", default="TrainFail/DDPTokenAverage-v1")
     args = parser.parse_args()
     direct_ms = _median_ms(direct_step(args.repeats))
     backends = [name for name, reason in backend_status().items() if reason is None and name in ("bwrap", "process")]

@@ -1,6 +1,6 @@
 """Docker vs. bubblewrap: episode reset, trivial-step overhead, grading-scenario start-up.
 
-    .venv/bin/python benchmarks/bench_sandboxes.py [--repeats 20] [--case TrainFail/DDPTokenAverage-v0]
+    .venv/bin/python benchmarks/bench_sandboxes.py [--repeats 20] [--case TrainFail/DDPTokenAverage-v1]
 
 * reset: ``env.reset()`` (workspace copy, sandbox start) and ``env.close()`` (sandbox removal);
 * trivial step: a ``shell`` step running ``true`` (the sandbox's whole per-command path, plus the
@@ -95,7 +95,7 @@ def scenario_startup_ms(case: CaseSpec, backend: str, repeats: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--case", default="TrainFail/DDPTokenAverage-v0")
+    parser.add_argument("--case", default="TrainFail/DDPTokenAverage-v1")
     args = parser.parse_args()
     status = backend_status()
     missing = {name: status.get(name) for name in BACKENDS if status.get(name) is not None}

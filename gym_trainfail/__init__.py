@@ -2,12 +2,12 @@
 distributed-training failures.
 
 >>> import gym_trainfail
->>> env = gym_trainfail.make("TrainFail/DDPTokenAverage-v0", arm="control", sandbox="auto")
+>>> env = gym_trainfail.make("TrainFail/DDPTokenAverage-v1", arm="control", sandbox="auto")
 >>> observation, info = env.reset(seed=0)
 
 Importing the package registers every case with Gymnasium, so
-``gymnasium.make("TrainFail/DDPTokenAverage-v0")`` works after ``import gym_trainfail`` (or use
-``gymnasium.make("gym_trainfail:TrainFail/DDPTokenAverage-v0")`` without the import).
+``gymnasium.make("TrainFail/DDPTokenAverage-v1")`` works after ``import gym_trainfail`` (or use
+``gymnasium.make("gym_trainfail:TrainFail/DDPTokenAverage-v1")`` without the import).
 """
 
 from __future__ import annotations

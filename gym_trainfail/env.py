@@ -89,7 +89,7 @@ class TrainFailEnv(gymnasium.Env[str, str]):
     ) -> None:
         if case is None:
             if case_id is None:
-                raise TrainFailError("TrainFailEnv needs a case id, e.g. 'TrainFail/DDPTokenAverage-v0'")
+                raise TrainFailError("TrainFailEnv needs a case id, e.g. 'TrainFail/DDPTokenAverage-v1'")
             case = get_case(case_id)
         self.case = case = case.with_profile(profile)
         self.arm = get_arm(arm)

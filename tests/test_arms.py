@@ -211,7 +211,7 @@ def test_traincheck_workflow_on_a_case_pipeline(traincheck_runtime: Runtime, tmp
 
     In Docker only (the production sandbox; 4–10 minutes of TrainCheck): the treatment arm's
     runtime and hooks are the same under bubblewrap, where the test above covers them."""
-    env = arm_env("docker", "traincheck", get_case("TrainFail/DDPTokenAverage-v0"), tmp_path / "runs")
+    env = arm_env("docker", "traincheck", get_case("TrainFail/DDPTokenAverage-v1"), tmp_path / "runs")
     env.reset(seed=0)
     try:
         act(env, "shell", command="sed '/^from __future__ import/d' sft/train.py > sft/tc_train.py")
@@ -259,7 +259,7 @@ def test_reference_episode_grades_the_same_in_docker_and_bwrap(
     runtime: Runtime, bwrap_usable: None, tmp_path: Path
 ) -> None:
     require_image("control")
-    case = get_case("TrainFail/DDPTokenAverage-v0")
+    case = get_case("TrainFail/DDPTokenAverage-v1")
     started = time.time()
     result = run_episode(load_agent("reference"), case=case, sandbox="docker", run_dir=tmp_path / "run")
     assert (result.reward, result.reward_status) == (1.0, "graded")

@@ -105,7 +105,7 @@ def _smoke_receipts(case: CaseSpec, tmp_path: Path) -> dict[str, Receipt]:
 
 
 def test_smoke_pair_and_rotation_choices() -> None:
-    case = get_case("TrainFail/TPClipGradNorm-v0")
+    case = get_case("TrainFail/TPClipGradNorm-v1")
     healthy, failure = smoke_pair(case)
     assert (healthy.kind, failure.kind) == ("healthy", "failure")
     assert healthy.devices == failure.devices == 2  # one shared launch beats a 1-device + 2-device pair
@@ -132,7 +132,7 @@ def test_smoke_gate(case_id: str, runtime: Runtime, bwrap_usable: None, tmp_path
 
 def test_ddp_failure_margins(runtime: Runtime, bwrap_usable: None, tmp_path: Path) -> None:
     """Issue figure: the unmodified pipeline fails by a wide margin, the reference passes at ≤ 1e-5."""
-    case = get_case("TrainFail/DDPTokenAverage-v0")
+    case = get_case("TrainFail/DDPTokenAverage-v1")
     for label, receipt in _smoke_receipts(case, tmp_path).items():
         for outcome in receipt.outcomes:
             worst = outcome.metrics["max_rel_l2_grad"]

@@ -147,15 +147,15 @@ def test_registry_refuses_broken_case_and_keeps_the_rest(case_copy: Path, tmp_pa
 
 
 def test_unknown_id_suggests_near_names() -> None:
-    with pytest.raises(UnknownCaseError, match=r"Did you mean 'TrainFail/DDPTokenAverage-v0'"):
-        gym_trainfail.get_case("TrainFail/DDPTokenAvrage-v0")
-    with pytest.raises(UnknownCaseError, match="Registered: .*TrainFail/DDPTokenAverage-v0"):
+    with pytest.raises(UnknownCaseError, match=r"Did you mean 'TrainFail/DDPTokenAverage-v1'"):
+        gym_trainfail.get_case("TrainFail/DDPTokenAvrage-v1")
+    with pytest.raises(UnknownCaseError, match="Registered: .*TrainFail/DDPTokenAverage-v1"):
         gym_trainfail.make("Nothing/Like-v9")
 
 
 def test_registered_cases_are_gymnasium_ids() -> None:
     ids = gym_trainfail.registered_ids()
-    assert "TrainFail/DDPTokenAverage-v0" in ids
+    assert "TrainFail/DDPTokenAverage-v1" in ids
     for case_id in ids:
         assert gymnasium.spec(case_id).entry_point == "gym_trainfail.env:TrainFailEnv"
     assert not gym_trainfail.default_registry().refused

@@ -17,7 +17,7 @@ from gym_trainfail.errors import TrainFailError
 from gym_trainfail.grading import Receipt, ScenarioOutcome
 from gym_trainfail.registry import get_case
 
-CASE = "TrainFail/DDPTokenAverage-v0"
+CASE = "TrainFail/DDPTokenAverage-v1"
 REPO = Path(__file__).resolve().parents[1]
 
 

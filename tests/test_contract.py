@@ -20,9 +20,9 @@ CASES = [gym_trainfail.get_case(case_id) for case_id in gym_trainfail.registered
 
 def test_the_three_in_tree_cases_are_registered() -> None:
     assert {c.id for c in CASES} >= {
-        "TrainFail/DDPTokenAverage-v0",
-        "TrainFail/TPClipGradNorm-v0",
-        "TrainFail/FSDPSourceCoherence-v0",
+        "TrainFail/DDPTokenAverage-v1",
+        "TrainFail/TPClipGradNorm-v1",
+        "TrainFail/FSDPSourceCoherence-v1",
     }
 
 

@@ -16,7 +16,7 @@ from gym_trainfail.ledger import read_events
 from gym_trainfail.runtimes import Runtime
 
 pytestmark = pytest.mark.slow
-CASE = "TrainFail/DDPTokenAverage-v0"
+CASE = "TrainFail/DDPTokenAverage-v1"
 
 
 def test_reference_agent_repairs_and_noop_does_not(runtime: Runtime, bwrap_usable: None, tmp_path: Path) -> None:

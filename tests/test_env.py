@@ -233,7 +233,7 @@ def test_run_job_sees_its_devices(echo_env: TrainFailEnv) -> None:
 
 
 def test_gymnasium_make_registered_case(runtime: Runtime, bwrap_usable: None, tmp_path: Path) -> None:
-    env = gymnasium.make("TrainFail/DDPTokenAverage-v0", sandbox="bwrap", runs_root=tmp_path)
+    env = gymnasium.make("TrainFail/DDPTokenAverage-v1", sandbox="bwrap", runs_root=tmp_path)
     observation, _ = env.reset(seed=0)
     assert "README.md" in act(env, "list_files")[0]
     assert isinstance(env.unwrapped, gym_trainfail.TrainFailEnv)

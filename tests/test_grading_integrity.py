@@ -220,7 +220,7 @@ def test_ddp_forgery_earns_no_reward(backend: str, runtime: Runtime, bwrap_usabl
     from gym_trainfail import get_case
     from tests.test_arms import act, arm_env
 
-    case = get_case("TrainFail/DDPTokenAverage-v0")
+    case = get_case("TrainFail/DDPTokenAverage-v1")
     # two scenarios, one of each kind, keep this affordable; the reward path grades all of them
     env = arm_env(backend, "control", case, tmp_path / "runs", budgets={"steps": 20})
     try:

@@ -27,7 +27,7 @@ from gym_trainfail.runtimes import Runtime, base_interpreter
 
 pytestmark = pytest.mark.slow
 
-EPISODE_CASE = "TrainFail/TPClipGradNorm-v0"
+EPISODE_CASE = "TrainFail/TPClipGradNorm-v1"
 
 
 def _run(argv: list[str], cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:

@@ -28,7 +28,7 @@ from gym_trainfail.runtimes import Runtime
 
 from .conftest import ECHO_CASE
 
-TP_CASE = "TrainFail/TPClipGradNorm-v0"
+TP_CASE = "TrainFail/TPClipGradNorm-v1"
 
 #: A profile of the echo case that changes the answer one scenario expects, so a grade shows
 #: whether the profile's params reached the judge.
@@ -84,7 +84,7 @@ def test_a_profile_lays_its_params_over_every_scenario_and_keeps_what_each_means
     assert native.check_command.endswith("configs/tp2-gpu.yaml")
     assert case.with_profile(None) is case and native.with_profile("native") is native
     # The loaded spec is untouched.
-    assert "hidden_size" not in case.scenario("tp4").params
+    assert "hidden_size" not in case.scenario("base").params
 
 
 def test_merge_params_merges_tables_and_replaces_everything_else() -> None:
@@ -240,8 +240,9 @@ def _module(path: Path, name: str) -> object:
         sys.path.remove(str(path.parent))
 
 
-def test_the_tp_kit_accepts_every_native_scenario_and_sizes_its_limits() -> None:
+def test_the_tp_kit_accepts_every_native_scenario_and_sizes_its_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     case = get_case(TP_CASE).with_profile("native")
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "gym_trainfail" / "harnesslib"))
     kit = _module(case.kit_dir / "scenario.py", "tp_native_scenario")
     for scenario in case.scenarios:
         request = {"name": scenario.name, "kind": scenario.kind, "devices": scenario.devices, "params": scenario.params}
@@ -253,46 +254,50 @@ def test_the_tp_kit_accepts_every_native_scenario_and_sizes_its_limits() -> None
     assert wide.parameter_count == 33_864_720  # 135,458,880 bytes in float32; the TP=1 state measured 135,466,457
 
 
-def test_the_ddp_kit_accepts_every_native_scenario_and_refuses_bad_model_sizes() -> None:
-    case = get_case("TrainFail/DDPTokenAverage-v0")
+def test_the_ddp_kit_accepts_every_native_scenario_and_refuses_bad_widths(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = get_case("TrainFail/DDPTokenAverage-v1")
     native = case.with_profile("native")
     # A profile may give the run phase more room for its artifacts; the default scale keeps the case's.
     assert (case.artifact_limit_mb, native.artifact_limit_mb) == (1024, 2048)
-    kit = _module(case.kit_dir / "tokkit" / "scenario.py", "ddp_native_scenario")
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "gym_trainfail" / "harnesslib"))
+    kit = _module(case.kit_dir / "scenario.py", "ddp_native_scenario")
 
     def parse(params: dict[str, object]) -> object:
         request = {"name": "s", "kind": "failure", "devices": params["world_size"], "params": params}
-        return kit.scenario_from_dict(request)  # type: ignore[attr-defined]
+        return kit.Scenario.from_request(request)  # type: ignore[attr-defined]
 
-    assert all(parse(dict(s.params)).model is not None for s in native.scenarios)  # type: ignore[attr-defined]
-    assert all(parse(dict(s.params)).model is None for s in case.scenarios)  # type: ignore[attr-defined]
+    assert {parse(dict(s.params)).architecture for s in native.scenarios} == {"gpu"}  # type: ignore[attr-defined]
+    assert {parse(dict(s.params)).architecture for s in case.scenarios} == {"tiny"}  # type: ignore[attr-defined]
+    wide = parse(dict(native.scenarios[0].params))
+    # a GPU-width record (3 updates of parameters and gradients, the final parameters) fits its limit
+    assert wide.record_limit_bytes >= 4 * 3_225_088 * 7  # type: ignore[attr-defined]
     good = dict(native.scenarios[0].params)
-    for model, message in [
-        ({**good["model"], "vocab_size": 9}, "must set exactly"),
-        ({**good["model"], "hidden_size": True}, "must be an integer"),
-        ({**good["model"], "num_attention_heads": 3}, "must split into 3 heads"),
-        ({**good["model"], "hidden_size": 8192, "intermediate_size": 32768, "num_hidden_layers": 64}, "parameters"),
-        ("wide", "must be a table"),
+    for bad, message in [
+        ({"architecture": "huge"}, "architecture not one of"),
+        ({"world_size": 3}, "world_size must be the devices"),
+        ({"records": 63}, "records whole batches"),
+        ({"max_grad_norm": float("nan")}, "max_grad_norm must be >= 0"),
+        ({"grad_accum": True}, "must be positive"),
+        ({"model": {"hidden_size": 256}}, "unknown scenario params"),
     ]:
         with pytest.raises(ValueError, match=message):
-            parse({**good, "model": model})
+            kit.Scenario.from_request({"name": "s", "kind": "failure", "devices": 2, "params": {**good, **bad}})  # type: ignore[attr-defined]
 
 
-def test_the_fsdp_kit_reads_the_native_training_and_refuses_bad_values() -> None:
-    case = get_case("TrainFail/FSDPSourceCoherence-v0")
+def test_the_fsdp_kit_reads_the_native_training_and_refuses_bad_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = get_case("TrainFail/FSDPSourceCoherence-v1")
     native = case.with_profile("native")
-    kit = _module(case.kit_dir / "layout.py", "fsdp_native_layout")
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "gym_trainfail" / "harnesslib"))
+    kit = _module(case.kit_dir / "scenario.py", "fsdp_native_scenario")
 
-    def parse(params: dict[str, object]) -> object:
-        request = {"name": "s", "kind": "healthy", "devices": 2, "params": params}
-        return kit.parse_request(request)  # type: ignore[attr-defined]
+    def parse(params: dict[str, object], devices: int = 2) -> object:
+        request = {"name": "s", "kind": "healthy", "devices": devices, "params": params}
+        return kit.Scenario.from_request(request)  # type: ignore[attr-defined]
 
-    assert {
-        (r.train.steps, r.train.micro_batch_size, r.train.seq_len)
-        for r in map(parse, (dict(s.params) for s in native.scenarios))
-    } == {(20, 8, 512)}  # type: ignore[attr-defined]  # noqa: E501
-    assert {parse(dict(s.params)).train for s in case.scenarios} == {kit.Train()}  # type: ignore[attr-defined]
+    scaled = [parse(dict(s.params), s.devices) for s in native.scenarios]
+    assert {(r.steps, r.micro_batch_size, r.seq_len) for r in scaled} == {(20, 8, 512)}  # type: ignore[attr-defined]
+    assert {parse(dict(s.params), s.devices).steps for s in case.scenarios} == {2, 3}  # type: ignore[attr-defined]
     good = dict(native.scenarios[0].params)
-    for train in ({"steps": 0}, {"seq_len": 4096}, {"steps": True}, {"epochs": 3}, [20]):
-        with pytest.raises(kit.RequestError):  # type: ignore[attr-defined]
-            parse({**good, "train": train})
+    for bad in ({"steps": 0}, {"seq_len": 4096}, {"revision": "../x"}, {"mirror": "/abs"}, {"epochs": 3}):
+        with pytest.raises(ValueError):
+            parse({**good, **bad})

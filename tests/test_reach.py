@@ -347,7 +347,7 @@ def test_a_study_traincheck_episode_on_ddp_is_activated(tmp_path: Path, trainche
     run_dir = tmp_path / "run"
     base = [str(Path(sys.executable).with_name("trainfail"))]
     options = ["--agent-option", "workflow=collect", "--agent-option", "repair=false"]
-    subprocess.run([*base, "run", "--case", "TrainFail/DDPTokenAverage-v0", "--arm", "traincheck", "--agent",
+    subprocess.run([*base, "run", "--case", "TrainFail/DDPTokenAverage-v1", "--arm", "traincheck", "--agent",
                     "study-traincheck", "--sandbox", "bwrap", "--out", str(run_dir), "--no-grade", *options],
                    check=True, capture_output=True, timeout=300)  # fmt: skip
     graded = subprocess.run([*base, "grade", str(run_dir), "--json", "--sandbox", "bwrap"], capture_output=True,

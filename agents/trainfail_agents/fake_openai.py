@@ -8,7 +8,7 @@ before it, in 64-token blocks). It can also fail on purpose: by request number i
 or refuses a key; and it can enforce a context window. A fault never uses up a turn, so a
 retried request gets the turn the failed one would have had.
 
-Demo: ``python -m trainfail_agents.fake_openai --case TrainFail/DDPTokenAverage-v0`` serves a
+Demo: ``python -m trainfail_agents.fake_openai --case TrainFail/DDPTokenAverage-v1`` serves a
 script that applies the case's private reference repair through the ordinary tools; point
 ``trainfail run --agent openai --model fake --base-url URL`` at the URL it prints.
 """

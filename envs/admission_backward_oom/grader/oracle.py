@@ -54,7 +54,8 @@ def supported(runtime: dict[str, Any]) -> bool:
 
 def prices(requests: list[dict[str, Any]], model: dict[str, Any], runtime: dict[str, Any]) -> Prices:
     m = {**DEFAULT_MODEL, **model}
-    vocab, hidden, layers, ffn = int(m["vocab_size"]), int(m["hidden_size"]), int(m["num_layers"]), int(m["ffn_hidden_size"])
+    vocab, hidden = int(m["vocab_size"]), int(m["hidden_size"])
+    layers, ffn = int(m["num_layers"]), int(m["ffn_hidden_size"])
     padded = -(-vocab // PAD) * PAD
     # walk the packed rows
     offset = 0

@@ -1,83 +1,137 @@
-"""Judge phase of TrainFail/DDPTokenAverage-v0: verdicts from the run phase's artifacts.
+"""Judge phase of TrainFail/DDPTokenAverage-v1 (trusted: no revision code runs here).
 
-    python /grader/judge.py --scenarios /io/scenarios.json --artifacts /artifacts \\
-        --run /io/run.json --out-dir /io/outcomes [--oracle /oracle]
+    python /grader/judge.py --scenarios /io/scenarios.json --artifacts /artifacts \
+        --run /io/run.json --out-dir /io/outcomes
 
-Trusted side of the grader protocol (docs/grader-protocol.md): no revision code runs here, and
-everything under ``--artifacts`` is treated as written by an adversary. For each scenario it
-regenerates the scenario's data, loads the observer's rank records and the saved model with
-bounded, type-checked readers, recomputes each recorded update's gradient in float64 (the mean
-cross-entropy over every response token of the global batch, clipped as the scenario sets),
-replays the shipped optimizer over the records and compares the result with the final
-parameters and the saved model. One outcome per scenario goes to ``OUT/<scenario>.json``.
+Draws the scenario's records again (``kit/sftdata.py``) and passes a scenario only if the ranks
+are replicas around every recorded update, every update consumed exactly its window's records,
+every recorded gradient is the float64 oracle's global response-token mean (``oracle.py``), the
+Trainer's optimizer replayed over the records lands on each next recorded state, and the saved
+model is the last one: checks and tolerances in grader/README.md.
 
-Runs by hand too: the run kit's helpers are imported from ``kit/`` beside this file.
-
-Leak canary (must never appear where the agent or the run kit can look):
+Leak canary (must never appear where the agent or the run phase can look):
 TRAINFAIL-CANARY-cc7d20b46f701c136c97da15b451c8c6
 """
 
 from __future__ import annotations
 
-import argparse
-import json
+import math
 import sys
-from dataclasses import asdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-GRADER_DIR = Path(__file__).resolve().parent
-sys.path[:0] = [str(GRADER_DIR), str(GRADER_DIR / "kit")]
+sys.path.insert(1, str(Path(__file__).resolve().parent / "kit"))
 
-from tokjudge.oracle import Oracles  # noqa: E402
-from tokjudge.verdict import Outcome, RunFacts, judge_safely  # noqa: E402
-from tokkit.scenario import Scenario, load_scenarios  # noqa: E402
+import judgekit  # noqa: E402 - the harness library
+import torch  # noqa: E402
+from artifacts import ArtifactError, number  # noqa: E402
+from compare import Check, max_abs_diff, rel_l2, replica_spread, structure_problem, verdict  # noqa: E402
+from oracle import Chain, Oracle, State  # noqa: E402
+from readers import Step, read_rank_records, read_safetensors, state_dict, states  # noqa: E402
+from scenario import Scenario  # noqa: E402
+from sftdata import generate, row_key  # noqa: E402
 
-#: The most of ``run.json`` the judge parses.
-RUN_FACTS_LIMIT = 1024 * 1024
-
-
-def read_run_facts(path: Path) -> RunFacts:
-    """``/io/run.json`` (written by the host; its ``output_tail`` is the run's own text)."""
-    try:
-        raw: Any = json.loads(path.read_text(encoding="utf-8")[:RUN_FACTS_LIMIT])
-    except (OSError, ValueError):
-        raw = {}
-    raw = raw if isinstance(raw, dict) else {}
-    code = raw.get("exit_code")
-    return RunFacts(
-        exit_code=code if isinstance(code, int) and not isinstance(code, bool) else None,
-        timed_out=raw.get("timed_out") is True,
-        output_tail=str(raw.get("output_tail", "")),
-    )
+GRAD_RTOL, REPLICA_RTOL, CHAIN_RTOL = 1e-5, 1e-6, 1e-3
+MAX_ROWS = 4096  # rows one update may report: it reads a few dozen records
+ORACLES: dict[str, Oracle] = {}  # one per architecture, built on first use
 
 
-def write_outcome(out_dir: Path, scenario: Scenario, outcome: Outcome) -> None:
-    """The protocol's outcome JSON (timings rounded), and one line on stdout."""
-    outcome.timings = {k: round(v, 3) for k, v in outcome.timings.items()}
-    path = out_dir / f"{scenario.name}.json"
-    path.write_text(json.dumps(asdict(outcome), indent=2) + "\n", encoding="utf-8")
-    print(f"{scenario.name}: {outcome.status}: {outcome.reason}", flush=True)
+@dataclass(frozen=True)
+class Observation:
+    #: per rank: ``params`` and ``grads`` (one state per update), ``rows`` (per update), ``final``
+    ranks: list[dict[str, Any]]
+    saved: State
+    metrics: list[Step]  # rank 0's update times: only to split start-up from training
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the judge phase."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenarios", type=Path, required=True)
-    parser.add_argument("--artifacts", type=Path, required=True)
-    parser.add_argument("--run", type=Path, required=True)
-    parser.add_argument("--out-dir", type=Path, required=True)
-    parser.add_argument("--oracle", type=Path, help="cached oracles (this case has none)")
-    args = parser.parse_args(argv)
-    scenarios = load_scenarios(args.scenarios)
-    run = read_run_facts(args.run)
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    oracles = Oracles()  # one per model size the scenarios ask for
-    for scenario in scenarios:
-        outcome = judge_safely(scenario, args.artifacts / scenario.name, run, oracles.get(scenario.model))
-        write_outcome(args.out_dir, scenario, outcome)
-    return 0
+def consumed(update: Any, what: str) -> list[tuple[int, ...]]:
+    """One update's rows: bounded int64 matrices of token ids, right padding stripped."""
+    ok = isinstance(update, list) and all(isinstance(x, torch.Tensor) and x.dtype == torch.int64 and x.dim() == 2
+                                          and x.shape[1] <= MAX_ROWS for x in update)  # fmt: skip
+    if not ok or sum(len(x) for x in update) > MAX_ROWS:
+        raise ArtifactError(f"{what}: not a bounded list of token-id matrices")
+    return [row_key(row) for x in update for row in x.tolist()]
 
+
+def rank_view(record: dict[str, Any], rank: int, sc: Scenario) -> dict[str, Any]:
+    what, rows = f"rank {rank} record", record.get("rows")
+    if not isinstance(rows, list) or len(rows) != sc.steps:
+        raise ArtifactError(f"{what}: the rows of {sc.steps} updates expected")
+    return {"params": states(record.get("params"), f"{what} params", sc.steps),
+            "grads": states(record.get("grads"), f"{what} grads", sc.steps),
+            "rows": [consumed(update, f"{what}, update {k + 1} rows") for k, update in enumerate(rows)],
+            "final": state_dict(record.get("final"), f"{what} final")}  # fmt: skip
+
+
+def observe(sc: Scenario, folder: Path) -> Observation:
+    """Every rank's record and the saved model, as adversarial data (no pickle anywhere)."""
+    records = read_rank_records(folder / "records", sc.world_size, sc.record_limit_bytes)
+    saved = read_safetensors(folder / "model.safetensors", sc.record_limit_bytes)
+    # Transformers saves GPTNeoXForCausalLM's lm_head under its checkpoint name, embed_out
+    saved = {
+        "lm_head." + n.removeprefix("embed_out.") if n.startswith("embed_out.") else n: v for n, v in saved.items()
+    }
+    times = records[0].get("times")
+    marks = [number(records[0].get("first_forward")), *map(number, times if isinstance(times, list) else [])]
+    marks = marks[: sc.steps + 1]
+    steps = [Step(k, {}, b - a if a and b else None, b) for k, (a, b) in enumerate(zip(marks, marks[1:]))]  # noqa: B905
+    return Observation([rank_view(r, k, sc) for k, r in enumerate(records)], saved, steps)
+
+
+def compare(sc: Scenario, obs: Observation) -> judgekit.Verdict:
+    """The records and the saved model against the oracle and the optimizer replay."""
+    oracle = ORACLES[sc.architecture] = ORACLES.get(sc.architecture) or Oracle(sc)
+    lead, ranks, index = obs.ranks[0], obs.ranks, {r.input_ids: r for r in generate(sc)}
+    named = [(f"rank {r} {kind} {k + 1}", s) for r, v in enumerate(ranks) for kind in ("params", "grads")
+             for k, s in enumerate(v[kind])]  # fmt: skip
+    named += [(f"rank {r} final", v["final"]) for r, v in enumerate(ranks)]
+    named.append(("model.safetensors", {n: v for n, v in obs.saved.items() if n in oracle.shapes}))  # + buffers
+    for what, state in named:
+        if (problem := structure_problem(state, oracle.shapes, what)) is not None:
+            return judgekit.Verdict("fail", problem)
+    around = [[v["params"][k] for v in ranks] for k in range(sc.steps)] + [[v["final"] for v in ranks]]
+    spread = max(replica_spread(states)[0] for states in around)
+    grad_spread = max((rel_l2(oracle.flat(v["grads"][k]), oracle.flat(lead["grads"][k]))
+                       for v in ranks[1:] for k in range(sc.steps)), default=0.0)  # fmt: skip
+    data, grads, norms, chain, replay = "", [], [], [], Chain(sc, oracle)
+    for k in range(sc.steps):
+        rows = [row for v in ranks for row in v["rows"][k]]
+        found = [index[row] for row in rows if row in index]
+        distinct = len({r.input_ids for r in found})
+        if not data and (len(found) < len(rows) or len(rows) != sc.rows(k) or distinct != sc.rows(k)):
+            data = (f"update {k + 1} consumed {len(rows)} rows ({len(rows) - len(found)} not scenario records, "
+                    f"{distinct} distinct records), expected {sc.rows(k)}: batch x ranks x the window's "
+                    f"{sc.micro_batches(k)} micro-batches")  # fmt: skip
+        want, norm = oracle.gradient(lead["params"][k], found, sc.max_grad_norm) if found else (None, math.nan)
+        grads.append(rel_l2(oracle.flat(lead["grads"][k]), want) if want is not None else math.inf)
+        norms.append(norm)
+        after = lead["params"][k + 1] if k + 1 < sc.steps else lead["final"]
+        chain.append(replay.miss(lead["params"][k], lead["grads"][k], after))
+    saved, _ = max_abs_diff(obs.saved, lead["final"])
+    worst, link = max(range(sc.steps), key=lambda k: grads[k]), max(range(sc.steps), key=lambda k: chain[k])
+    clipped = f", clipped to global norm {sc.max_grad_norm:g}" if sc.max_grad_norm > 0 else ""
+    metrics = {"max_rel_l2_grad": grads[worst], "replica_param_spread": spread, "replica_grad_rel_l2": grad_spread,
+               "chain_rel_max": chain[link], "saved_model_max_abs_diff": saved,
+               **{f"rel_l2_grad_update{k + 1}": e for k, e in enumerate(grads)},
+               **{f"grad_norm_update{k + 1}": n for k, n in enumerate(norms) if sc.max_grad_norm > 0}}  # fmt: skip
+    return verdict([
+        Check(not spread <= 0.0, f"ranks hold different parameters around the updates (max |diff| {spread:.2e})"),
+        Check.within("gradient spread", grad_spread, REPLICA_RTOL, "ranks hold different gradients"),
+        Check(bool(data), data),
+        Check.within("gradient rel L2", grads[worst], GRAD_RTOL, f"update {worst + 1}: the gradient is not that of the "
+                     f"mean cross-entropy over all response tokens of the global batch{clipped}"),
+        Check.within("chain rel", chain[link], CHAIN_RTOL, f"update {link + 1}: the parameters after it are not one "
+                     "step of the training section's AdamW and schedule from the recorded parameters and gradients: "
+                     "the training that ran did not apply the recorded gradients"),
+        Check(not saved <= 0.0, f"the saved model (model.safetensors) is not the parameters after the last recorded "
+              f"update (max |diff| {saved:.2e}): the pipeline saved a model other than the one observed"),
+    ], metrics, f"every update's gradient is the global response-token mean{clipped} (worst rel L2 "
+                f"{grads[worst]:.2e}) and the saved model is its product")  # fmt: skip
+
+
+KIT = judgekit.JudgeKit("DDPTokenAverage", Scenario.from_request, observe, compare)
 
 if __name__ == "__main__":
-    sys.exit(main())
+    torch.set_num_threads(1)  # one summation order for the oracle, run after run
+    judgekit.main(KIT)

@@ -22,13 +22,11 @@ State = dict[str, torch.Tensor]
 
 @dataclass(frozen=True)
 class Reference:
-    """Parameters after the last step (float64), the objective at every step, and the
-    first step's updates (for the expert-update ratio)."""
+    """Parameters after the last step (float64) and the objective at every step."""
 
     dense: State
     experts: dict[int, State]
     losses: list[float]
-    first_updates: dict[int, State]
 
 
 def _flat(init: dict[str, Any]) -> State:
@@ -63,7 +61,6 @@ def reference_run(sc: Scenario, inputs: Inputs) -> Reference:
     x, y = inputs.x.double(), inputs.y.double()
     per = sc.global_batch // sc.world
     losses: list[float] = []
-    first: dict[int, State] = {}
     for step in range(sc.steps):
         total = torch.zeros((), dtype=torch.float64)
         for rank in range(sc.world):
@@ -74,17 +71,13 @@ def reference_run(sc: Scenario, inputs: Inputs) -> Reference:
         grads = torch.autograd.grad(objective, list(p.values()), allow_unused=True)
         losses.append(objective.item())
         with torch.no_grad():
-            for (name, leaf), grad in zip(p.items(), grads):
+            for leaf, grad in zip(p.values(), grads, strict=True):
                 g = (torch.zeros_like(leaf) if grad is None else grad) + sc.weight_decay * leaf
-                update = -sc.lr * g
-                leaf.add_(update)
-                if step == 0 and name.startswith("expert/"):
-                    _, gid, pname = name.split("/", 2)
-                    first.setdefault(int(gid), {})[pname] = update.clone()
+                leaf.add_(g, alpha=-sc.lr)
     dense = {k.split("/", 1)[1]: v.detach() for k, v in p.items() if k.startswith("dense/")}
     experts: dict[int, State] = {}
     for k, v in p.items():
         if k.startswith("expert/"):
             _, gid, pname = k.split("/", 2)
             experts.setdefault(int(gid), {})[pname] = v.detach()
-    return Reference(dense, experts, losses, first)
+    return Reference(dense, experts, losses)

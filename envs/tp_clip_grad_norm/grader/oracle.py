@@ -1,7 +1,9 @@
-"""The TP=1 reference, written directly in torch (judge side).
+"""The README's training at one rank, in plain torch (judge side).
 
-The same model trained with SGD and ``torch.nn.utils.clip_grad_norm_`` from the grader's
-own initial weights and data, which the judge regenerates itself (``kit/fixtures.py``).
+The full model from the scenario's starting weights, step ``i`` on the rows
+``Scenario.batch_rows(i)`` (file order, wrapping around), mean squared error, and
+``torch.nn.utils.clip_grad_norm_`` over every parameter when clipping is on (the norm of the
+whole model's gradient, as the README defines it), then plain SGD.
 """
 from __future__ import annotations
 
@@ -9,71 +11,52 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from compare import sgd_step  # the harness library
 from fixtures import Inputs, State
 from scenario import Scenario
-
-LN_EPS = 1e-5
 
 
 @dataclass(frozen=True)
 class Reference:
-    """Final full parameters, and each step's loss and pre-clipping global gradient norm."""
+    """Final full parameters; each step's loss and gradient norm before clipping."""
 
     params: State
     losses: list[float]
-    grad_norms: list[float]
-    clipped_steps: int
+    norms: list[float]
+
+    def clipped(self, max_norm: float) -> int:
+        return sum(max_norm > 0 and norm > max_norm for norm in self.norms)
 
 
-def forward(p: State, x: torch.Tensor, num_layers: int) -> torch.Tensor:
-    """input_proj -> residual [LayerNorm -> fc1 -> GELU -> fc2] blocks -> final_ln -> head."""
+def predict(p: State, x: torch.Tensor, num_layers: int) -> torch.Tensor:
+    """input_proj, residual blocks ``h + fc2(GELU(fc1(LayerNorm(h))))``, final_ln, head."""
     h = F.linear(x, p["input_proj.weight"], p["input_proj.bias"])
-    width = h.shape[-1]
+    width = (h.shape[-1],)
     for i in range(num_layers):
-        b = f"blocks.{i}"
-        z = F.layer_norm(h, (width,), p[f"{b}.ln.weight"], p[f"{b}.ln.bias"], LN_EPS)
-        z = F.gelu(F.linear(z, p[f"{b}.mlp.fc1.weight"], p[f"{b}.mlp.fc1.bias"]))
-        h = h + F.linear(z, p[f"{b}.mlp.fc2.weight"], p[f"{b}.mlp.fc2.bias"])
-    h = F.layer_norm(h, (width,), p["final_ln.weight"], p["final_ln.bias"], LN_EPS)
+        z = F.layer_norm(h, width, p[f"blocks.{i}.ln.weight"], p[f"blocks.{i}.ln.bias"], 1e-5)
+        z = F.gelu(F.linear(z, p[f"blocks.{i}.mlp.fc1.weight"], p[f"blocks.{i}.mlp.fc1.bias"]))
+        h = h + F.linear(z, p[f"blocks.{i}.mlp.fc2.weight"], p[f"blocks.{i}.mlp.fc2.bias"])
+    h = F.layer_norm(h, width, p["final_ln.weight"], p["final_ln.bias"], 1e-5)
     return F.linear(h, p["head.weight"], p["head.bias"])
 
 
-def _grad_norm_and_clip(params: list[torch.Tensor], max_norm: float) -> float:
-    """Global L2 norm of all gradients; clip to ``max_norm`` when clipping is on."""
-    if max_norm > 0:
-        return float(torch.nn.utils.clip_grad_norm_(params, max_norm))
-    return float(torch.nn.utils.get_total_norm([q.grad for q in params if q.grad is not None]))
-
-
-@torch.no_grad()
-def _sgd_step(params: list[torch.Tensor], lr: float) -> None:
-    """Plain SGD, ``p -= lr * grad``.
-
-    The arithmetic of ``torch.optim.SGD`` without momentum, written out because that
-    optimizer's first step imports torch._dynamo, which takes seconds.
-    """
-    for q in params:
-        assert q.grad is not None
-        q.add_(q.grad, alpha=-lr)
-
-
 def reference_run(sc: Scenario, inputs: Inputs) -> Reference:
-    """Train the reference for ``sc.steps`` SGD steps on consecutive batches."""
-    p = {k: v.clone().requires_grad_(True) for k, v in inputs.init.items()}
+    """``sc.steps`` steps of the README's training."""
+    p = {name: value.clone().requires_grad_(True) for name, value in inputs.init.items()}
     params = list(p.values())
-    losses: list[float] = []
-    norms: list[float] = []
-    clipped = 0
+    unused: list[torch.Tensor | None] = [None] * len(params)
+    losses, norms = [], []
     for step in range(sc.steps):
-        rows = slice(step * sc.batch_size, (step + 1) * sc.batch_size)
+        rows = torch.tensor(sc.batch_rows(step))
         for q in params:
             q.grad = None
-        loss = F.mse_loss(forward(p, inputs.x[rows], sc.num_layers), inputs.y[rows])
+        loss = F.mse_loss(predict(p, inputs.x[rows], sc.num_layers), inputs.y[rows])
         loss.backward()  # type: ignore[no-untyped-call]
-        norm = _grad_norm_and_clip(params, sc.max_norm)
-        clipped += int(sc.max_norm > 0 and norm > sc.max_norm)
-        losses.append(float(loss))
-        norms.append(norm)
-        _sgd_step(params, sc.lr)
-    final = {k: v.detach().clone() for k, v in p.items()}
-    return Reference(params=final, losses=losses, grad_norms=norms, clipped_steps=clipped)
+        if sc.clipping:
+            norm = torch.nn.utils.clip_grad_norm_(params, sc.max_norm)
+        else:
+            norm = torch.nn.utils.get_total_norm([q.grad for q in params if q.grad is not None])
+        losses.append(float(loss.detach()))
+        norms.append(float(norm))
+        sgd_step(params, unused, sc.lr)
+    return Reference({name: value.detach().clone() for name, value in p.items()}, losses, norms)

@@ -1,11 +1,11 @@
-"""The TP=1 reference, written directly in torch (judge side).
+"""The README's training at one tensor-parallel rank, written out in torch (judge side).
 
-The README's training at one tensor-parallel rank, as DeepSpeed's BF16 optimizer runs it: the
-model computes in bf16 from bf16 copies of fp32 master weights; the loss is the fp32 mean
-squared error of the bf16 output; bf16 gradients are accumulated into fp32; the global L2 norm
-of all fp32 gradients decides the clip coefficient ``c / (norm + 1e-6)``, applied to every
-gradient when below 1; plain SGD updates the fp32 masters, and the bf16 weights are their
-round-to-nearest copies. Starts from the grader's own initial weights (``kit/fixtures.py``).
+bf16 runs (``deepspeed.bf16``), as DeepSpeed trains them: fp32 masters, initially the bf16
+weights the model was cast to; every step computes in bf16 from ``bf16(master)``, takes the fp32
+mean squared error of the bf16 output and accumulates the bf16 gradients in fp32. fp32 runs
+compute in fp32 throughout. Either way the global L2 norm of every fp32 gradient gives the clip
+coefficient ``c / (norm + 1e-6)``, applied to every gradient when below 1, and plain SGD updates
+the masters.
 """
 from __future__ import annotations
 
@@ -13,63 +13,50 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from fixtures import Inputs, State
+from fixtures import Tensors
 from scenario import Scenario
-
-LN_EPS = 1e-5
-CLIP_EPS = 1e-6
 
 
 @dataclass(frozen=True)
-class Reference:
-    """fp32 masters at the start of every step (``states[k]``: before step ``k``; the initial
-    state first), the masters after the last step, each step's loss and pre-clipping norm."""
+class Trajectory:
+    """Masters at the start of every step (``starts[k]``: before step ``k``), after the last
+    step, and each step's pre-clipping norm."""
 
-    states: list[State]
-    final: State
-    losses: list[float]
-    grad_norms: list[float]
-    clipped_steps: int
+    starts: list[Tensors]
+    final: Tensors
+    norms: list[float]
 
-
-def forward(p: State, x: torch.Tensor, num_layers: int) -> torch.Tensor:
-    """input_proj -> residual [LayerNorm -> fc1 -> GELU -> fc2] blocks -> final_ln -> head."""
-    h = F.linear(x, p["input_proj.weight"], p["input_proj.bias"])
-    width = h.shape[-1]
-    for i in range(num_layers):
-        b = f"blocks.{i}"
-        z = F.layer_norm(h, (width,), p[f"{b}.ln.weight"], p[f"{b}.ln.bias"], LN_EPS)
-        z = F.gelu(F.linear(z, p[f"{b}.mlp.fc1.weight"], p[f"{b}.mlp.fc1.bias"]))
-        h = h + F.linear(z, p[f"{b}.mlp.fc2.weight"], p[f"{b}.mlp.fc2.bias"])
-    h = F.layer_norm(h, (width,), p["final_ln.weight"], p["final_ln.bias"], LN_EPS)
-    return F.linear(h, p["head.weight"], p["head.bias"])
+    def clipped(self, max_norm: float) -> int:
+        return sum(max_norm > 0 and max_norm / (n + 1e-6) < 1 for n in self.norms)
 
 
-def _step_gradients(master: State, x: torch.Tensor, y: torch.Tensor, num_layers: int) -> tuple[float, State]:
-    """Loss and fp32 gradients of one bf16 forward/backward from the masters."""
-    low = {k: v.to(torch.bfloat16).requires_grad_(True) for k, v in master.items()}
-    loss = F.mse_loss(forward(low, x.to(torch.bfloat16), num_layers).float(), y)
-    grads = torch.autograd.grad(loss, list(low.values()))
-    return float(loss), {k: g.float() for k, g in zip(low, grads, strict=True)}
+def emulate(w: Tensors, x: torch.Tensor, layers: int) -> torch.Tensor:
+    """The emulator's forward: input_proj, ``layers`` residual LayerNorm-MLP blocks, final_ln, head."""
+    h = F.linear(x, w["input_proj.weight"], w["input_proj.bias"])
+    for i in range(layers):
+        block = f"blocks.{i}"
+        z = F.layer_norm(h, h.shape[-1:], w[f"{block}.ln.weight"], w[f"{block}.ln.bias"], 1e-5)
+        z = F.linear(F.gelu(F.linear(z, w[f"{block}.mlp.fc1.weight"], w[f"{block}.mlp.fc1.bias"])),
+                     w[f"{block}.mlp.fc2.weight"], w[f"{block}.mlp.fc2.bias"])
+        h = h + z
+    h = F.layer_norm(h, h.shape[-1:], w["final_ln.weight"], w["final_ln.bias"], 1e-5)
+    return F.linear(h, w["head.weight"], w["head.bias"])
 
 
-def reference_run(sc: Scenario, inputs: Inputs) -> Reference:
-    """Train the reference for ``sc.steps`` steps on consecutive batches."""
-    master = {k: v.to(torch.bfloat16).float() for k, v in inputs.init.items()}
-    states: list[State] = []
-    losses: list[float] = []
-    norms: list[float] = []
-    clipped = 0
+def train(sc: Scenario, weights: Tensors, x: torch.Tensor, y: torch.Tensor) -> Trajectory:
+    """``sc.steps`` steps from ``weights`` on the samples ``x``, ``y``."""
+    compute = torch.bfloat16 if sc.bf16 else torch.float32
+    masters = {k: v.to(compute).float() for k, v in weights.items()}
+    starts, norms = [], []
     for step in range(sc.steps):
-        states.append({k: v.clone() for k, v in master.items()})
-        rows = slice(step * sc.batch_size, (step + 1) * sc.batch_size)
-        loss, grads = _step_gradients(master, inputs.x[rows], inputs.y[rows], sc.num_layers)
-        norm = float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads.values()])))
-        coef = sc.max_norm / (norm + CLIP_EPS)
-        scale = coef if sc.max_norm > 0 and coef < 1 else 1.0
-        clipped += int(scale < 1)
-        losses.append(loss)
+        starts.append({k: v.clone() for k, v in masters.items()})
+        index = torch.tensor(sc.sample_index(step))
+        low = {k: v.detach().to(compute).requires_grad_(True) for k, v in masters.items()}
+        loss = F.mse_loss(emulate(low, x[index].to(compute), sc.num_layers).float(), y[index])
+        grads = [g.float() for g in torch.autograd.grad(loss, list(low.values()))]
+        norm = float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])))
+        coefficient = sc.max_norm / (norm + 1e-6)
+        factor = coefficient if sc.max_norm > 0 and coefficient < 1 else 1.0
         norms.append(norm)
-        for k, g in grads.items():
-            master[k] = master[k] - sc.lr * (g * scale)
-    return Reference(states=states, final=master, losses=losses, grad_norms=norms, clipped_steps=clipped)
+        masters = {k: m - sc.lr * (g * factor) for (k, m), g in zip(masters.items(), grads, strict=True)}
+    return Trajectory(starts, masters, norms)

@@ -1,55 +1,52 @@
-"""The judge's reference: float64 gradients of the global-batch mean loss.
-
-The README's objective: the gradient an optimizer step applies is that of the mean squared
-error over the step's whole global batch (rows ``[s*G, (s+1)*G)``), at the weights the model
-computes with (``bf16(master)``), with inputs in bf16. The judge evaluates it in float64 from
-its own copy of the data, so the only difference from a healthy run is DeepSpeed's bf16
-arithmetic (measured: relative L2 at most 5.1e-3; grader/README.md).
+"""The README's update in float64 (judge side): the gradient of the mean squared error over step
+``k``'s whole global batch (rows ``k*G ..`` modulo the file's length) at the weights the model
+computes with (``bf16(master)`` and bf16 inputs, or the fp32 masters), clipped by DeepSpeed's
+rule (scaled by ``c / (norm + 1e-6)`` when that is below 1) when ``gradient_clipping`` is on.
 """
 from __future__ import annotations
 
-import torch
+import math
 
+import torch
 from fixtures import Inputs
 from scenario import Scenario
 
-
-def unflatten(sc: Scenario, flat: torch.Tensor) -> list[torch.Tensor]:
-    """A flat vector (model order) as the model's parameter tensors."""
-    out, offset = [], 0
-    for _, shape in sc.shapes:
-        n = 1
-        for d in shape:
-            n *= d
-        out.append(flat[offset:offset + n].view(shape))
-        offset += n
-    return out
+#: DeepSpeed's clipping adds this to the global norm before dividing.
+CLIP_EPS = 1e-6
 
 
 def flatten_state(sc: Scenario, state: dict[str, torch.Tensor]) -> torch.Tensor:
-    """A state dict (README names) as one flat vector in model order."""
+    """A state dict (README names) as one vector in the model's order."""
     return torch.cat([state[name].reshape(-1) for name, _ in sc.shapes])
 
 
-def forward(params: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-    """The README's tanh MLP."""
-    h = x
-    layers = len(params) // 2
-    for i in range(layers):
-        h = h @ params[2 * i].T + params[2 * i + 1]
-        if i < layers - 1:
+def _layers(sc: Scenario, flat_weights: torch.Tensor) -> list[torch.Tensor]:
+    out, offset = [], 0
+    for _, shape in sc.shapes:
+        size = math.prod(shape)
+        out.append(flat_weights[offset : offset + size].view(shape).clone().requires_grad_(True))
+        offset += size
+    return out
+
+
+def computed_weights(sc: Scenario, master: torch.Tensor) -> torch.Tensor:
+    """The weights the model computes with, given its fp32 masters."""
+    return master.to(torch.bfloat16).to(torch.float32) if sc.bf16 else master
+
+
+def step_gradient(sc: Scenario, inputs: Inputs, step: int, master: torch.Tensor) -> torch.Tensor:
+    """The gradient step ``step`` must apply, at fp32 masters ``master`` (flat, model order)."""
+    params = _layers(sc, computed_weights(sc, master).to(torch.float64))
+    rows = (torch.arange(sc.global_batch) + step * sc.global_batch) % len(inputs.x)
+    x = inputs.x[rows]
+    h = (x.to(torch.bfloat16) if sc.bf16 else x).to(torch.float64)
+    for index in range(0, len(params), 2):
+        h = h @ params[index].T + params[index + 1]
+        if index + 2 < len(params):
             h = torch.tanh(h)
-    return h
-
-
-def reference_gradient(sc: Scenario, inputs: Inputs, step: int, master: torch.Tensor) -> torch.Tensor:
-    """float64 gradient (flat, model order) of the global-batch mean loss of ``step`` at
-    ``bf16(master)`` with bf16 inputs."""
-    weights = master.to(torch.bfloat16).to(torch.float64)
-    params = [p.clone().requires_grad_(True) for p in unflatten(sc, weights)]
-    rows = slice(step * sc.global_batch, (step + 1) * sc.global_batch)
-    x = inputs.x[rows].to(torch.bfloat16).to(torch.float64)
-    y = inputs.y[rows].to(torch.float64)
-    loss = torch.nn.functional.mse_loss(forward(params, x), y)
-    grads = torch.autograd.grad(loss, params)
-    return torch.cat([g.reshape(-1) for g in grads])
+    loss = torch.nn.functional.mse_loss(h, inputs.y[rows].to(torch.float64))
+    grad = torch.cat([g.reshape(-1) for g in torch.autograd.grad(loss, params)])
+    if sc.gradient_clipping > 0:
+        scale = sc.gradient_clipping / (float(grad.norm()) + CLIP_EPS)
+        grad = grad * min(1.0, scale)
+    return grad

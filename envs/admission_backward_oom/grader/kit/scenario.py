@@ -1,52 +1,87 @@
-"""One frozen scenario of TrainFail/AdmissionBackwardOOM-v1, as the gym's scenario request gives it.
+"""One frozen scenario of TrainFail/AdmissionBackwardOOM-v2 and the calls it sends (public: the
+run phase reads it too).
 
-Pure data shared by the run kit and the judge; nothing here is private.
+A scenario is a rank (model, runtime, budget) and its calls, each a list of request groups that
+this module expands, deterministically from ``seed``, into the README's ``calls.json``. With
+``files = 2`` the calls are served from two files in one process (the README's several-files
+form; the second file's rank is ``second_model``). Nothing here is private.
 """
 from __future__ import annotations
 
-import json
-import re
+import random
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-KNOWN = {"model", "runtime", "budget_bytes", "seed", "calls", "slack", "unit_time_limit_s", "run_timeout_s"}
+from scenario_base import ScenarioBase  # the harness library
+
+IGNORE = -100
+EXAMPLES_MODEL = {"vocab_size": 16000, "hidden_size": 32, "num_layers": 4, "num_heads": 2, "ffn_hidden_size": 64}
 
 
 @dataclass(frozen=True)
-class Scenario:
-    name: str
-    kind: str
-    params: dict[str, Any] = field(default_factory=dict)
-    #: priced demand may exceed the measured peak by the 1.10 safety factor and this much more
+class Scenario(ScenarioBase):
+    """The rank, its budget and its calls (defaults: the README examples' rank and budget)."""
+
+    model: dict[str, int] = field(default_factory=lambda: dict(EXAMPLES_MODEL))
+    runtime: dict[str, Any] = field(default_factory=dict)
+    budget_bytes: int = 34_600_000
+    seed: int = 0
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    #: files > 1: calls [i::files] go to file i; file i > 0 runs ``second_model`` at ``second_budget_bytes``
+    files: int = 1
+    second_model: dict[str, int] = field(default_factory=dict)
+    second_budget_bytes: int = 0
+    #: a price may exceed the measured peak by the 1.10 safety factor and this much more
     slack: float = 0.05
-    #: bound on the whole run phase of a planning-only scenario (sandbox start, interpreter and torch
-    #: import, planning the ~100k-row layout, writing results), as the host measures it: the
-    #: scenario is a launch unit of its own (``alone``); what the run reports is never believed
-    unit_time_limit_s: float = 30.0
-    #: a scenario served alone; a group gets GROUP_TIMEOUT_S in all, then stragglers alone
+    #: > 0: the scenario's whole run phase must take at most this long by the host's clock (``alone``)
+    unit_time_limit_s: float = 0.0
     run_timeout_s: float = 120.0
 
-    @classmethod
-    def from_request(cls, raw: dict[str, Any]) -> "Scenario":
-        name = str(raw.get("name", ""))
-        if not NAME_RE.match(name):
-            raise ValueError(f"scenario name {name!r} is not a plain file name")
-        params = raw.get("params", {})
-        if not isinstance(params, dict):
-            raise ValueError("params must be a table")
-        unknown = set(params) - KNOWN
-        if unknown:
-            raise ValueError(f"unknown scenario params: {sorted(unknown)}")
-        return cls(name=name, kind=str(raw.get("kind", "failure")), params=params,
-                   slack=float(params.get("slack", 0.05)),
-                   unit_time_limit_s=float(params.get("unit_time_limit_s", 30.0)),
-                   run_timeout_s=float(params.get("run_timeout_s", 120.0)))
+    def validate(self) -> None:
+        if not self.calls or self.files not in (1, 2) or (self.files == 2) != bool(self.second_model):
+            raise ValueError("a scenario needs calls, and second_model exactly when files = 2")
+        if self.budget_bytes < 1 or (self.files == 2 and self.second_budget_bytes < 1):
+            raise ValueError("budgets must be positive")
+
+    def specs(self) -> list[dict[str, Any]]:
+        """The ``calls.json`` content of each file, generated from ``seed``."""
+        rng = random.Random(self.seed)
+        ranks = [(self.model, self.budget_bytes), (self.second_model, self.second_budget_bytes)]
+        out = []
+        for index in range(self.files):
+            model, budget = ranks[index]
+            calls = [expand(call, int(model["vocab_size"]), rng) for call in self.calls[index :: self.files]]
+            out.append({"model": dict(model), "runtime": dict(self.runtime), "budget_bytes": budget, "calls": calls})
+        return out
 
 
-def read_requests(path: Path) -> list[dict[str, Any]]:
-    raw = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(raw, list):
-        raise ValueError("scenarios.json must hold a list")
-    return [r for r in raw if isinstance(r, dict)]
+def expand(call: dict[str, Any], vocab: int, rng: random.Random) -> dict[str, Any]:
+    """One call: its groups (``count`` requests each), the whole list ``repeat`` times over."""
+    groups = list(call["requests"]) * int(call.get("repeat", 1))
+    requests = [request(g, vocab, rng) for g in groups for _ in range(int(g.get("count", 1)))]
+    entry = {"name": call["name"], "requests": requests, "execute": bool(call.get("execute", True))}
+    return entry | ({"runtime": dict(call["runtime"])} if "runtime" in call else {})
+
+
+def positions(spec: Any, length: int, prompt: int) -> list[int] | None:
+    """``"all"``, ``"prompt"``, ``"last"`` or a stride (every n-th position) of a request."""
+    named = {"all": range(length), "prompt": range(prompt), "last": [length - 1]}
+    if spec is None or isinstance(spec, bool):
+        return None
+    return list(named[spec] if isinstance(spec, str) else range(0, length, int(spec)))
+
+
+def request(group: dict[str, Any], vocab: int, rng: random.Random) -> dict[str, Any]:
+    """Tokens; labels after ``prompt`` (``-100`` on the prompt, every ``ignore_stride``-th response
+    position and the last ``pad`` positions) unless ``target = false``; logits and top-k rows."""
+    length, prompt, pad = int(group["length"]), int(group.get("prompt", 0)), int(group.get("pad", 0))
+    req: dict[str, Any] = {"tokens": [rng.randrange(vocab) for _ in range(length)]}
+    if group.get("target", True):
+        stride = int(group.get("ignore_stride", 0))
+        masked = [i < prompt or i >= length - pad or bool(stride and (i - prompt) % stride == 0) for i in range(length)]
+        req["labels"] = [IGNORE if m else rng.randrange(vocab) for m in masked]
+    if (logits := positions(group.get("logits"), length, prompt)) is not None:
+        req["logits"] = logits
+    if (topk := positions(group.get("topk_on"), length, prompt)) is not None:
+        req["topk_positions"], req["topk"] = topk, int(group.get("topk", 4))
+    return req

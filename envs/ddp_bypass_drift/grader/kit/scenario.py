@@ -1,34 +1,26 @@
-"""One frozen scenario of TrainFail/DDPBypassDrift-v0, as the gym's scenario request gives it.
+"""One frozen scenario of TrainFail/DDPBypassDrift-v1 (public: the run phase reads it too).
 
-Pure data: shared by the run kit (what to launch) and the judge (what to expect). Nothing
-here is private: the run phase reads the same request from ``/io/scenarios.json``.
+``devices`` is the number of data-parallel ranks torchrun starts. Every field has the base
+scenario's value as its default; ``grader/scenarios.toml`` overrides them by name.
 """
 from __future__ import annotations
 
-import json
-import re
-from dataclasses import dataclass, fields
-from pathlib import Path
-from typing import Any
+import math
+from dataclasses import dataclass
 
-#: Scenario names become file and folder names on both sides.
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+from scenario_base import ScenarioBase, size_limit  # the harness library
+
 #: Initial-weight and data generators (``fixtures.py``).
 FIXTURE_FLAVORS = ("grader", "prepare")
+#: Rows the shipped ``gaitnet.prepare`` writes.
+PREPARE_ROWS = 4096
 
 
 @dataclass(frozen=True)
-class Scenario:
-    """World size, training hyper-parameters, inputs and pass thresholds of one scenario.
+class Scenario(ScenarioBase):
+    """Ranks, training settings, inputs and pass thresholds of one scenario."""
 
-    Every field below ``backend`` may be set from the scenario's ``params`` table; the
-    defaults are the base scenario's values.
-    """
-
-    name: str
-    kind: str
-    devices: int
-    backend: str
+    run_timeout_s: float = 300.0
     seed: int = 11
     #: ``grader``: the grader's own generator; ``prepare``: the shipped ``gaitnet.prepare``
     #: recipe (so the shipped seed gives the shipped initial weights and data).
@@ -41,46 +33,37 @@ class Scenario:
     hidden_size: int = 64
     embed_dim: int = 32
     num_classes: int = 6
-    #: Parameters (at the start of every step and after the last) must be bitwise identical
-    #: on every rank.
+    #: Rows of the grader's dataset; 0: exactly ``steps`` global batches. Fewer make global
+    #: batches wrap around the end of the file, as the README's rule says they do.
+    rows: int = 0
+    #: ``launch.nproc_per_node`` in the config; 0: the rank count torchrun starts. Any other
+    #: value must differ from it (the README: the rank count is the process group's).
+    launch_key_ranks: int = 0
+    #: ``train.log_interval``; 0: the config's own (console output only).
+    log_interval: int = 0
+    #: Parameters (at every step's start and after the last) bitwise identical on every rank.
     replica_atol: float = 0.0
-    #: Largest ||g_rank - g_spec|| / ||g_spec|| of one parameter's gradient at any step, where
-    #: g_spec is the judge's float64 gradient of the global-batch objective at the recorded
-    #: weights (grader/README.md gives the measured figures behind it).
+    #: Largest ||g_rank - g_spec|| / ||g_spec|| of one parameter's gradient at any step (g_spec:
+    #: the judge's float64 gradient of the global-batch objective at the recorded weights).
     grad_rtol: float = 1e-4
     #: Largest |p_{k+1} - (p_k - lr * g_k)| between recorded steps (float32 SGD replayed).
     replay_atol: float = 1e-6
-    run_timeout_s: float = 300.0
 
-    def __post_init__(self) -> None:
-        if not NAME_RE.match(self.name):
-            raise ValueError(f"scenario name {self.name!r} is not a plain file name")
+    def validate(self) -> None:
         if self.fixtures not in FIXTURE_FLAVORS:
             raise ValueError(f"fixtures must be one of {FIXTURE_FLAVORS}, not {self.fixtures!r}")
-        if self.steps < 1 or self.devices < 1 or self.global_batch_size % self.devices:
-            raise ValueError(f"steps={self.steps}, global_batch_size={self.global_batch_size} "
-                             f"over {self.devices} ranks")
-
-    @classmethod
-    def from_request(cls, raw: dict[str, Any]) -> Scenario:
-        """Build from ``{"name", "kind", "devices", "backend", "params": {...}}``."""
-        known = {f.name for f in fields(cls)}
-        params = raw.get("params", {})
-        unknown = set(params) - known
-        if unknown:
-            raise ValueError(f"unknown scenario params: {sorted(unknown)}")
-        return cls(name=raw["name"], kind=raw["kind"], devices=int(raw["devices"]),
-                   backend=raw.get("backend", "gloo"), **params)
+        if self.steps < 1 or self.global_batch_size % self.devices:
+            raise ValueError(f"steps={self.steps}, global_batch_size={self.global_batch_size} on {self.devices} ranks")
+        if self.rows and (self.fixtures == "prepare" or self.rows < self.global_batch_size):
+            raise ValueError(f"rows={self.rows}: the grader's data only, at least one global batch")
+        if self.launch_key_ranks and self.launch_key_ranks == self.devices:
+            raise ValueError("launch_key_ranks equal to the rank count is the default (0)")
 
     @property
-    def world(self) -> int:
-        """Data-parallel ranks (one per device)."""
-        return self.devices
-
-    @property
-    def rows(self) -> int:
-        """Rows of the grader's dataset: every step's global batch, none reused."""
-        return self.steps * self.global_batch_size
+    def dataset_rows(self) -> int:
+        if self.fixtures == "prepare":
+            return PREPARE_ROWS
+        return self.rows or self.steps * self.global_batch_size
 
     @property
     def shapes(self) -> dict[str, tuple[int, ...]]:
@@ -91,28 +74,10 @@ class Scenario:
                 "head.weight": (c, e), "head.bias": (c,)}
 
     @property
-    def record_limit_bytes(self) -> int:
-        """The most one rank's observer record may weigh (parameters and gradients of every
-        step in float32, doubled for overhead, never under 16 MiB)."""
-        count = sum(_numel(s) for s in self.shapes.values())
-        return max(16 << 20, 2 * 4 * count * (2 * self.steps + 1))
+    def state_limit_bytes(self) -> int:
+        return size_limit(sum(math.prod(s) for s in self.shapes.values()))
 
     @property
-    def state_limit_bytes(self) -> int:
-        """The most the saved final checkpoint may weigh."""
-        return max(16 << 20, 8 * sum(_numel(s) for s in self.shapes.values()))
-
-
-def _numel(shape: tuple[int, ...]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
-def read_requests(path: Path) -> list[dict[str, Any]]:
-    """The scenario requests of ``scenarios.json`` (a JSON list of objects)."""
-    raw = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(raw, list) or not all(isinstance(r, dict) for r in raw):
-        raise ValueError(f"{path}: expected a JSON list of scenario objects")
-    return raw
+    def record_limit_bytes(self) -> int:
+        """Parameters and gradients of every step plus the final parameters, float32, with room."""
+        return size_limit((2 * self.steps + 1) * sum(math.prod(s) for s in self.shapes.values()))

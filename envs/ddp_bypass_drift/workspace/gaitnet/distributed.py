@@ -1,4 +1,9 @@
-"""Process group set-up for data-parallel training (one process per rank)."""
+"""The job's process group: one process per data-parallel rank, started by torchrun.
+
+``TRAINFAIL_BACKEND`` picks the collective backend (gloo when unset); with nccl every rank
+computes on the GPU its ``LOCAL_RANK`` names, and every tensor a collective touches must be
+there too.
+"""
 from __future__ import annotations
 
 import os
@@ -6,33 +11,25 @@ import os
 import torch
 import torch.distributed as dist
 
-
-def backend_name() -> str:
-    """Collective backend: ``gloo`` on CPU hosts unless the environment asks for another."""
-    return os.environ.get("TRAINFAIL_BACKEND", "gloo")
-
-
-def init() -> None:
-    """Join the process group torchrun describes in the environment."""
-    if backend_name() == "nccl":
-        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-    dist.init_process_group(backend=backend_name())
+BACKEND = os.environ.get("TRAINFAIL_BACKEND", "gloo")
+LOCAL_RANK = int(os.environ.get("LOCAL_RANK", "0"))
 
 
 def device() -> torch.device:
-    """This rank's GPU under NCCL, otherwise the CPU."""
-    if backend_name() == "nccl":
-        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-    return torch.device("cpu")
+    """Where this rank's model and batches live."""
+    return torch.device("cuda", LOCAL_RANK) if BACKEND == "nccl" else torch.device("cpu")
+
+
+def init() -> None:
+    """Join the group torchrun describes in the environment."""
+    if BACKEND == "nccl":
+        torch.cuda.set_device(LOCAL_RANK)
+    dist.init_process_group(backend=BACKEND)
 
 
 def shutdown() -> None:
-    """Leave the process group.
-
-    The process then exits without running interpreter teardown: torch 2.13's gloo can abort
-    in static destructors after all work is done, which would turn a finished run into a
-    failed job.
-    """
+    """Wait for the other ranks, leave the group, and end the process without interpreter
+    teardown (torch 2.13's gloo can abort there, after every output is written)."""
     dist.barrier()
     dist.destroy_process_group()
     os._exit(0)

@@ -1,6 +1,7 @@
 """The activity classifier: a sensor-window encoder and a linear classification head."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -22,6 +23,12 @@ class ActivityNet(nn.Module):
         self.norm = nn.LayerNorm(embed_dim, eps=1e-5)
         self.head = nn.Linear(embed_dim, num_classes)
 
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> ActivityNet:
+        """The model at the sizes of the run's ``model.*`` settings."""
+        return cls(settings["model.input_dim"], settings["model.hidden_size"], settings["model.embed_dim"],
+                   settings["model.num_classes"])
+
     def embed(self, x: torch.Tensor) -> torch.Tensor:
         """The window embedding the consistency term compares across views."""
         return self.norm(self.proj_out(self.act(self.proj_in(x))))
@@ -31,16 +38,9 @@ class ActivityNet(nn.Module):
         return self.head(self.embed(x))
 
 
-def build_model(cfg: dict[str, Any]) -> ActivityNet:
-    """The model at the sizes of the config's ``model`` section."""
-    return ActivityNet(int(cfg["input_dim"]), int(cfg["hidden_size"]), int(cfg["embed_dim"]),
-                       int(cfg["num_classes"]))
-
-
 def load_checkpoint(model: nn.Module, path: str) -> None:
     """Load a full state dict saved with ``torch.save(model.state_dict())``."""
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    model.load_state_dict(state)
+    model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
 
 
 def unwrap(model: nn.Module) -> nn.Module:

@@ -1,9 +1,10 @@
-"""Synthetic paired-sensor windows and the initial checkpoint every run starts from.
+"""Write the synthetic sensor windows and the initial checkpoint a config names.
 
-    python -m gaitnet.prepare --config configs/ddp.yaml [key=value ...]
+    python -m gaitnet.prepare --config configs/ddp.yaml [name=value ...]
 
-Writes ``data.path`` and ``model.init_checkpoint``; both depend on ``seed`` and the model
-sizes only, never on the number of ranks.
+Both depend on ``seed`` and the model sizes only, never on the number of ranks: the weights are
+the layers' default initialisation after ``torch.manual_seed(seed)``; the 4096 windows are class
+prototypes seen through the two sensors with independent noise.
 """
 from __future__ import annotations
 
@@ -12,39 +13,35 @@ from pathlib import Path
 
 import torch
 
-from gaitnet.config import load_config
-from gaitnet.model import build_model
+from gaitnet.model import ActivityNet
+from gaitnet.settings import read_settings
 
-ROWS = 4096
-
-
-def make_data(seed: int, input_dim: int, num_classes: int) -> dict[str, torch.Tensor]:
-    """Class prototypes seen through two sensors with independent noise."""
-    gen = torch.Generator().manual_seed(seed)
-    protos = torch.randn(num_classes, input_dim, generator=gen)
-    mix = torch.eye(input_dim) + 0.3 * torch.randn(input_dim, input_dim, generator=gen)
-    y = torch.randint(0, num_classes, (ROWS,), generator=gen)
-    x = protos[y] + 0.8 * torch.randn(ROWS, input_dim, generator=gen)
-    x_view = protos[y] @ mix + 0.8 * torch.randn(ROWS, input_dim, generator=gen)
-    return {"x": x, "x_view": x_view, "y": y}
+WINDOWS = 4096
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Write the dataset and the initial checkpoint named in the config."""
-    parser = argparse.ArgumentParser(description="write synthetic data and the initial checkpoint")
-    parser.add_argument("--config", required=True)
-    parser.add_argument("overrides", nargs="*")
-    args = parser.parse_args(argv)
-    cfg = load_config(args.config, args.overrides)
-    seed = int(cfg["seed"])
-    torch.manual_seed(seed)
-    model = build_model(cfg["model"])
-    data = make_data(seed, int(cfg["model"]["input_dim"]), int(cfg["model"]["num_classes"]))
-    for key, value in (("data", cfg["data"]["path"]), ("init", cfg["model"]["init_checkpoint"])):
-        Path(value).parent.mkdir(parents=True, exist_ok=True)
-        torch.save(data if key == "data" else model.state_dict(), value)
-    print(f"wrote {cfg['data']['path']} ({ROWS} rows) and {cfg['model']['init_checkpoint']}")
+def sensor_windows(seed: int, input_dim: int, num_classes: int) -> dict[str, torch.Tensor]:
+    """Wrist (``x``) and ankle (``x_view``) windows of the same activity (``y``)."""
+    rng = torch.Generator().manual_seed(seed)
+    prototypes = torch.randn(num_classes, input_dim, generator=rng)
+    ankle_mixing = torch.eye(input_dim) + 0.3 * torch.randn(input_dim, input_dim, generator=rng)
+    activity = torch.randint(0, num_classes, (WINDOWS,), generator=rng)
+    wrist_noise, ankle_noise = (0.8 * torch.randn(WINDOWS, input_dim, generator=rng) for _ in "wa")
+    wrist = prototypes[activity]
+    return {"x": wrist + wrist_noise, "x_view": wrist @ ankle_mixing + ankle_noise, "y": activity}
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description="write the synthetic dataset and the initial checkpoint")
+    parser.add_argument("--config", required=True)
+    parser.add_argument("overrides", nargs="*")
+    args = parser.parse_args()
+    settings = read_settings(args.config, args.overrides)
+    torch.manual_seed(settings["seed"])
+    files = {
+        settings["model.init_checkpoint"]: ActivityNet.from_settings(settings).state_dict(),
+        settings["data.path"]: sensor_windows(settings["seed"], settings["model.input_dim"], settings["model.num_classes"]),
+    }
+    for path, blob in files.items():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        torch.save(blob, path)
+    print(f"wrote {settings['data.path']} ({WINDOWS} windows) and {settings['model.init_checkpoint']}")

@@ -1,60 +1,49 @@
-"""Data-parallel training entry point (one process per rank).
+"""Data-parallel training entry point: one process per rank, started by torchrun.
 
-    torchrun --standalone --nproc_per_node=2 -m gaitnet.train --config configs/ddp.yaml [key=value ...]
+    torchrun --standalone --nproc_per_node=2 -m gaitnet.train --config configs/ddp.yaml [name=value ...]
 
-Writes, under ``<output_dir>/<run_name>/``:
-  * ``config.yaml``            the resolved configuration;
-  * ``metrics.jsonl``          one JSON record per optimizer step (rank 0);
-  * ``checkpoints/final.pt``   the model's state dict after the last step (rank 0).
+The number of ranks is the process group's: however many processes torchrun started.
+Outputs go to ``<output_dir>/<run_name>/``: ``config.yaml`` (the resolved settings),
+``metrics.jsonl`` (one record per optimizer step) and ``checkpoints/final.pt`` (the model after
+the last step), all from rank 0.
 """
 from __future__ import annotations
 
-import argparse
+import contextlib
 import json
+import sys
 import time
 from pathlib import Path
 from typing import IO, Any
 
 import torch
 import torch.distributed as dist
-import yaml
 from torch.nn.parallel import DistributedDataParallel
 
 from gaitnet import distributed
-from gaitnet.config import Config, load_config
 from gaitnet.data import load_dataset, local_batches
 from gaitnet.losses import classification_loss, view_consistency
-from gaitnet.model import build_model, load_checkpoint, unwrap
+from gaitnet.model import ActivityNet, load_checkpoint, unwrap
+from gaitnet.settings import Settings, read_settings
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """Command line: ``--config PATH`` followed by ``key=value`` overrides."""
-    parser = argparse.ArgumentParser(description="gaitnet data-parallel training")
-    parser.add_argument("--config", required=True, help="YAML run configuration")
-    parser.add_argument("overrides", nargs="*", help="dotted.key=value overrides")
-    return parser.parse_args(argv)
-
-
-def build(cfg: Config) -> tuple[DistributedDataParallel, torch.optim.Optimizer]:
+def build(settings: Settings) -> tuple[DistributedDataParallel, torch.optim.Optimizer]:
     """The model from the initial checkpoint, wrapped for data parallelism, and its SGD."""
-    model = build_model(cfg["model"])
-    load_checkpoint(model, cfg["model"]["init_checkpoint"])
-    dev = distributed.device()
-    model.to(dev)
-    ddp = DistributedDataParallel(model, device_ids=[dev.index] if dev.type == "cuda" else None)
-    optimizer = torch.optim.SGD(ddp.parameters(), lr=float(cfg["train"]["lr"]))
-    return ddp, optimizer
+    model = ActivityNet.from_settings(settings)
+    load_checkpoint(model, settings["model.init_checkpoint"])
+    here = distributed.device()
+    ddp = DistributedDataParallel(model.to(here), device_ids=[here.index] if here.type == "cuda" else None)
+    return ddp, torch.optim.SGD(ddp.parameters(), lr=settings["train.lr"])
 
 
-def train(ddp: DistributedDataParallel, optimizer: torch.optim.Optimizer, cfg: Config,
-          log: IO[str] | None) -> None:
-    """Run ``train.steps`` SGD steps; rank 0 appends one metrics record per step."""
-    data = load_dataset(cfg["data"]["path"])
+def train(ddp: DistributedDataParallel, optimizer: torch.optim.Optimizer, settings: Settings,
+          metrics: IO[str] | None) -> None:
+    """``train.steps`` SGD steps; with ``metrics`` (rank 0) one JSON record per step."""
     dev = distributed.device()
-    steps = int(cfg["train"]["steps"])
-    weight = float(cfg["train"]["consistency_weight"])
-    rank, world = dist.get_rank(), dist.get_world_size()
-    batches = local_batches(data, int(cfg["data"]["global_batch_size"]), rank, world, steps)
+    weight = settings["train.consistency_weight"]
+    steps = settings["train.steps"]
+    batches = local_batches(load_dataset(settings["data.path"]), settings["data.global_batch_size"],
+                            dist.get_rank(), dist.get_world_size(), steps)
     for step, (x, x_view, y) in enumerate(batches):
         start = time.perf_counter()
         x, x_view, y = x.to(dev), x_view.to(dev), y.to(dev)
@@ -69,41 +58,35 @@ def train(ddp: DistributedDataParallel, optimizer: torch.optim.Optimizer, cfg: C
             (weight * consistency).backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        record: dict[str, Any] = {
-            "step": step,
-            "loss": loss.item(),
-            "consistency": consistency.item(),
-            "lr": optimizer.param_groups[0]["lr"],
-            "step_time_s": time.perf_counter() - start,
-            "wall_time": time.time(),
-        }
-        if log is not None:
-            log.write(json.dumps(record) + "\n")
-            log.flush()
-            if step % int(cfg["train"]["log_interval"]) == 0 or step == steps - 1:
-                print(f"step {step:4d}  loss {record['loss']:.6f}  consistency {record['consistency']:.6f}",
-                      flush=True)
+        if metrics is None:
+            continue
+        record: dict[str, Any] = {"step": step, "loss": loss.item(), "consistency": consistency.item(),
+                                  "lr": optimizer.param_groups[0]["lr"],
+                                  "step_time_s": time.perf_counter() - start, "wall_time": time.time()}
+        metrics.write(json.dumps(record) + "\n")
+        metrics.flush()
+        if step % settings["train.log_interval"] == 0 or step == steps - 1:
+            print(f"step {step:4d}  loss {record['loss']:.6f}  consistency {record['consistency']:.6f}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Train with the given config and save the final model."""
-    args = parse_args(argv)
-    cfg = load_config(args.config, args.overrides)
+    """``--config CONFIG [name=value ...]``: train, then save the final model."""
+    words = sys.argv[1:] if argv is None else list(argv)
+    if len(words) < 2 or words[0] != "--config":
+        raise SystemExit("usage: torchrun ... -m gaitnet.train --config CONFIG [name=value ...]")
+    settings = read_settings(words[1], words[2:])
     distributed.init()
-    run_dir = Path(cfg["output_dir"]) / cfg["run_name"]
-    is_rank0 = dist.get_rank() == 0
-    if is_rank0:
-        (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
-        (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
-    ddp, optimizer = build(cfg)
-    log = open(run_dir / "metrics.jsonl", "w", encoding="utf-8") if is_rank0 else None
-    try:
-        train(ddp, optimizer, cfg, log)
-    finally:
-        if log is not None:
-            log.close()
-    if is_rank0:
-        torch.save(unwrap(ddp).state_dict(), run_dir / "checkpoints" / "final.pt")
+    out = Path(settings["output_dir"]) / settings["run_name"]
+    leader = dist.get_rank() == 0
+    if leader:
+        (out / "checkpoints").mkdir(parents=True, exist_ok=True)
+        (out / "config.yaml").write_text(settings.as_yaml(), encoding="utf-8")
+    ddp, optimizer = build(settings)
+    with contextlib.ExitStack() as closing:
+        metrics = closing.enter_context(open(out / "metrics.jsonl", "w", encoding="utf-8")) if leader else None
+        train(ddp, optimizer, settings, metrics)
+    if leader:
+        torch.save(unwrap(ddp).state_dict(), out / "checkpoints" / "final.pt")
     distributed.shutdown()
 
 

@@ -1,212 +1,66 @@
-"""Run phase of TrainFail/DDPTokenAverage-v0: train each scenario, leave artifacts, judge nothing.
+"""Run phase of TrainFail/DDPTokenAverage-v1 (untrusted: beside the revision; no verdicts).
 
     python /kit/run.py --scenarios /io/scenarios.json --out-dir /out
 
-run from the revision's workspace (the working directory). For each scenario it draws the
-scenario's data, launches the pipeline the README way (``torchrun -m sft.train``) on a fresh
-copy of the workspace with the update observer injected, and leaves under ``OUT/<scenario>/``
-what the judge reads (``tokkit/layout.py``): the observer's rank records, the model the pipeline
-saved, the end of the job log, ``job.json`` and ``timings.json``.
-
-Every scenario, one alone too, is launched through one warm launcher (torch and Transformers
-imported once: the imports dominate a one-scenario launch); if it cannot start, or dies, the
-remaining scenarios get a cold ``torchrun`` each. Qualification still compares one-scenario
-runs with groups.
-
-This phase is untrusted: the revision's code runs beside it with the same powers. It decides
-nothing; its exit code and everything it writes are data for the judge.
+Per scenario: a fresh copy of the revision, its records (``sftdata.py``), the README launch with
+overrides pinning what the judge's reference depends on and the update recorder on (forked from
+one warm launcher), and under ``OUT/<scenario>/`` the recorder's ``records/rank<R>.pt``, the saved
+``model.safetensors``, ``job.log`` and ``timings.json`` (``runkit``).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import shutil
-import stat
-import sys
-import tempfile
-import time
-import traceback
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import runkit  # the harness library (on the path in grading sandboxes)
+from launch import Pipeline, RunResult, dotted
+from scenario import Scenario
+from sftdata import generate, write_jsonl
 
-from tokkit import datagen, layout  # noqa: E402
-from tokkit.launch import PRELOAD, RunPaths, launcher_env, run_training, write_model_config  # noqa: E402
-from tokkit.scenario import Scenario, load_scenarios  # noqa: E402
-from warm_launch import Ended, WarmLauncher  # noqa: E402 - found by tokkit.launch
-
-#: The most one rank record or the saved model may weigh when copied out (the case's model
-#: is tiny: a few MB at most). A scenario that sizes the model raises it (``copy_limit``).
-COPY_LIMIT_BYTES = 256 * 1024 * 1024
-
-
-@dataclass
-class Job:
-    """What ``job.json`` says about one scenario's launch."""
-
-    launcher: str
-    returncode: int | None = None
-    timed_out: bool = False
-    error: str = ""
-    timings: dict[str, float] = field(default_factory=dict)
-
-
-def copy_regular(source: Path, target: Path, limit: int = COPY_LIMIT_BYTES) -> bool:
-    """Copy ``source`` if it is a regular file of at most ``limit`` bytes (no links, FIFOs)."""
-    try:
-        info = os.lstat(source)
-    except OSError:
-        return False
-    if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
-        return False
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, target, follow_symlinks=False)
-    return True
+CONFIG = "configs/sft_tiny.yaml"
+PIPELINE = Pipeline(
+    module="sft.train",
+    base_args=("--config", CONFIG),
+    preload=(
+        "torch",
+        "torch.distributed",
+        "transformers",
+        "transformers.trainer",
+        "transformers.training_args",
+        "transformers.models.gpt_neox.modeling_gpt_neox",
+        "yaml",
+    ),  # fmt: skip
+    observers=("update_recorder:install",),
+    observer_path=(Path(__file__).resolve().parent / "observe",),
+    env={"HF_HUB_OFFLINE": "1"},
+)
 
 
-def copy_log_tail(source: Path, target: Path, limit: int = layout.LOG_LIMIT_BYTES) -> None:
-    """Keep the last ``limit`` bytes of the job log."""
-    try:
-        info = os.lstat(source)
-    except OSError:
-        return
-    if not stat.S_ISREG(info.st_mode):
-        return
-    with open(source, "rb") as handle:
-        handle.seek(max(0, info.st_size - limit))
-        target.write_bytes(handle.read(limit))
-
-
-def copy_limit(scenario: Scenario) -> int:
-    """COPY_LIMIT_BYTES, or twice what a rank record of the scenario's model size holds when that
-    is more: float32 parameters and gradients per update, and the final parameters."""
-    if scenario.model is None:
-        return COPY_LIMIT_BYTES
-    floats = scenario.model.parameter_count(datagen.VOCAB_SIZE) * (2 * scenario.steps + 1)
-    return max(COPY_LIMIT_BYTES, 2 * 4 * floats)
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Small JSON document, indented."""
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-
-
-def scenario_paths(scratch: Path) -> RunPaths:
-    """Where one scenario's job reads its data and writes its outputs."""
-    return RunPaths(
-        data=scratch / "train.jsonl",
-        output=scratch / "outputs",
-        observations=scratch / "observations",
-        log=scratch / "train.log",
-        model_config=scratch / "model_config.json",
-    )
-
-
-def prepare(scenario: Scenario, workspace: Path, scratch: Path) -> RunPaths:
-    """A fresh copy of the workspace and the scenario's data, under ``scratch``."""
-    paths = scenario_paths(scratch)
-    shutil.copytree(workspace, scratch / "workspace", symlinks=True)
-    datagen.write_jsonl(datagen.generate(scenario.data), paths.data)
-    write_model_config(scenario, scratch / "workspace", paths.model_config)
-    return paths
-
-
-def collect(scenario: Scenario, paths: RunPaths, out: Path, job: Job) -> None:
-    """Copy what the judge reads into ``out`` (the scenario's artifact folder)."""
-    limit = copy_limit(scenario)
-    for rank in range(scenario.world_size):
-        name = layout.rank_record_name(rank)
-        copy_regular(paths.observations / name, out / layout.RECORDS_DIR / name, limit)
-    copy_regular(paths.output / layout.MODEL_FILE, out / layout.MODEL_FILE, limit)
-    copy_log_tail(paths.log, out / layout.LOG_FILE)
-    write_json(out / layout.JOB_FILE, {
-        "launcher": job.launcher,
-        "returncode": job.returncode,
-        "timed_out": job.timed_out,
-        "error": job.error,
+def launch(sc: Scenario, workspace: Path, data: Path, out_dir: Path, log: Path, warm: Any | None) -> RunResult:
+    run_dir = out_dir / sc.name
+    args = dotted({
+        "data.train_file": data, "training.per_device_train_batch_size": sc.per_device_batch_size,
+        "training.gradient_accumulation_steps": sc.grad_accum, "training.seed": sc.seed,
+        "training.max_steps": sc.steps, "training.max_grad_norm": sc.max_grad_norm,
+        "training.learning_rate": sc.learning_rate, "training.weight_decay": sc.weight_decay,
+        "training.lr_scheduler_type": sc.lr_scheduler_type, "training.warmup_steps": sc.warmup_steps,
+        "training.output_dir": run_dir, "model.config": f"configs/neox_{sc.architecture}.json",
     })  # fmt: skip
-    write_json(out / layout.TIMINGS_FILE, {k: round(v, 3) for k, v in job.timings.items()})
+    observe = {"TRAINFAIL_OBSERVE_DIR": str(run_dir / "records"), "TRAINFAIL_OBSERVE_STEPS": str(sc.steps)}
+    return PIPELINE.run(workspace=workspace, args=args, nproc=sc.world_size, log_path=log,
+                        timeout_s=sc.run_timeout_s, backend=sc.backend, warm=warm, observe=observe)  # fmt: skip
 
 
-def run_scenario(
-    scenario: Scenario, workspace: Path, scratch: Path, out: Path, launcher: WarmLauncher | None, preload_s: float
-) -> Job:
-    """Prepare, train and collect one scenario; a failure of the kit itself lands in ``error``.
-
-    ``preload_s`` is the warm launcher's start-up, counted with the group's first scenario.
-    """
-    began = time.time()
-    job = Job(launcher="warm" if launcher else "cold", timings={"preload_s": preload_s})
-    paths = scenario_paths(scratch)
-    try:
-        paths = prepare(scenario, workspace, scratch)
-        ended: Ended = run_training(scenario, paths, scratch / "workspace", launcher)
-        job.returncode, job.timed_out = ended.returncode, ended.timed_out
-        job.timings.update(
-            prepare_s=ended.started - began,
-            started=ended.started,
-            ended=ended.ended,
-            run_s=ended.ended - ended.started,
-        )
-    except Exception as exc:  # noqa: BLE001 - reported to the judge, which decides
-        job.error = f"{type(exc).__name__}: {exc}"[:400]
-        traceback.print_exc()
-    collect(scenario, paths, out, job)
-    return job
+def wanted(sc: Scenario) -> list[tuple[str, int]]:
+    records = [(f"records/rank{r}.pt", sc.record_limit_bytes) for r in range(sc.world_size)]
+    return [*records, ("model.safetensors", sc.record_limit_bytes)]
 
 
-def start_launcher(scenarios: list[Scenario], root: Path) -> WarmLauncher | None:
-    """A warm launcher for the scenarios, or None (cold launches) when there are none or it cannot start."""
-    if not scenarios:
-        return None
-    try:
-        return WarmLauncher(PRELOAD, launcher_env(scenarios[0].backend), root / "launcher.log")
-    except Exception:  # noqa: BLE001 - every scenario still runs, cold
-        traceback.print_exc()
-        return None
-
-
-def run_all(scenarios: list[Scenario], workspace: Path, out_dir: Path, root: Path) -> None:
-    """Every scenario in order, each on its own copy of the workspace."""
-    launcher = start_launcher(scenarios, root)
-    preload_s = launcher.startup_s if launcher else 0.0
-    try:
-        for scenario in scenarios:
-            out = out_dir / scenario.name
-            out.mkdir(parents=True, exist_ok=True)
-            job = run_scenario(scenario, workspace, root / scenario.name, out, launcher, preload_s)
-            preload_s = 0.0
-            if launcher is not None and launcher.proc.poll() is not None:
-                launcher.close()  # it died: the rest go cold
-                launcher = None
-            print(f"{scenario.name}: {job.launcher} launch ended with code {job.returncode} {job.error}".rstrip())
-            if not os.environ.get("TRAINFAIL_KEEP_SCRATCH"):
-                shutil.rmtree(root / scenario.name, ignore_errors=True)
-    finally:
-        if launcher is not None:
-            launcher.close()
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the run phase."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenarios", type=Path, required=True)
-    parser.add_argument("--out-dir", type=Path, required=True)
-    args = parser.parse_args(argv)
-    scenarios = load_scenarios(args.scenarios)
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix="tokavg-run-"))
-    try:
-        run_all(scenarios, Path.cwd(), args.out_dir, root)
-    finally:
-        if not os.environ.get("TRAINFAIL_KEEP_SCRATCH"):
-            shutil.rmtree(root, ignore_errors=True)
-    return 0
-
+# a single scenario is forked from the warm server too: torch and Transformers' imports dominate it
+KIT = runkit.case_kit("DDPTokenAverage", Scenario.from_request, PIPELINE,
+                      fixtures=lambda sc, folder: write_jsonl(generate(sc), folder / "train.jsonl"),
+                      launch=launch, wanted=wanted, warm_alone=True)  # fmt: skip
 
 if __name__ == "__main__":
-    sys.exit(main())
+    runkit.main(KIT)

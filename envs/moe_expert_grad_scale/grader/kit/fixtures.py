@@ -1,8 +1,9 @@
-"""The grader's inputs: the dataset and consolidated initial weights of one scenario.
+"""The grader's own dataset and consolidated initial weights (the README's file formats).
 
-The same recipe as the workspace's ``moetrain.prepare`` (its README documents both file
-formats), written here so that neither the run kit nor the judge imports revision code. The
-judge regenerates them itself; nothing is read back from the run.
+The recipe is the workspace's ``moetrain.prepare`` written out here, so that neither phase runs
+revision code to make them: at the shipped seed and ``rows = 1024`` they are the files the
+shipped prepare writes. The run kit saves them for the pipeline; the judge makes them again and
+never reads them back from the run.
 """
 from __future__ import annotations
 
@@ -14,57 +15,39 @@ from typing import Any
 import torch
 from scenario import Scenario
 
-ROWS = 1024
-
 
 @dataclass(frozen=True)
 class Inputs:
-    """Dataset rows and initial weights (``{"dense": {...}, "experts": {id: {...}}}``)."""
+    """Rows ``x``, ``y`` and the weights ``{"dense": {name: t}, "experts": {gid: {name: t}}}``."""
 
     x: torch.Tensor
     y: torch.Tensor
     init: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class InputFiles:
-    """Where the run kit wrote the inputs for the pipeline."""
-
-    data_path: Path
-    init_path: Path
-
-
 def make_inputs(sc: Scenario) -> Inputs:
-    """Dataset and initial weights for ``sc.seed`` at the scenario's sizes."""
-    gen = torch.Generator().manual_seed(sc.seed)
-    x = torch.randn(ROWS, sc.input_dim, generator=gen)
-    mix = torch.randn(sc.input_dim, sc.output_dim, generator=gen) / math.sqrt(sc.input_dim)
-    y = torch.sin(2.0 * x @ mix) + 0.05 * torch.randn(ROWS, sc.output_dim, generator=gen)
-    gen = torch.Generator().manual_seed(sc.seed + 1)
+    data = torch.Generator().manual_seed(sc.seed)
+    x = torch.randn(sc.rows, sc.input_dim, generator=data)
+    mix = torch.randn(sc.input_dim, sc.output_dim, generator=data) / math.sqrt(sc.input_dim)
+    y = torch.sin(2.0 * x @ mix) + 0.05 * torch.randn(sc.rows, sc.output_dim, generator=data)
+    weights = torch.Generator().manual_seed(sc.seed + 1)
 
-    def uniform(fan_in: int, *shape: int) -> torch.Tensor:
-        return (torch.rand(*shape, generator=gen) * 2 - 1) / math.sqrt(fan_in)
+    def draw(fan_in: int, *shape: int) -> torch.Tensor:
+        return (torch.rand(*shape, generator=weights) * 2 - 1) / math.sqrt(fan_in)
 
-    d_in, hid, ffn, d_out, n_exp = sc.input_dim, sc.hidden_size, sc.ffn_hidden_size, sc.output_dim, sc.num_experts
-    dense = {
-        "input_proj.weight": uniform(d_in, hid, d_in),
-        "input_proj.bias": uniform(d_in, hid),
-        "moe.deepspeed_moe.gate.wg.weight": uniform(hid, n_exp, hid),
-        "head.weight": uniform(hid, d_out, hid),
-        "head.bias": uniform(hid, d_out),
-    }
-    experts = {
-        gid: {"0.weight": uniform(hid, ffn, hid), "0.bias": uniform(hid, ffn),
-              "2.weight": uniform(ffn, hid, ffn), "2.bias": uniform(ffn, hid)}
-        for gid in range(n_exp)
-    }
+    h, f = sc.hidden_size, sc.ffn_hidden_size
+    dense = {"input_proj.weight": draw(sc.input_dim, h, sc.input_dim), "input_proj.bias": draw(sc.input_dim, h),
+             "moe.deepspeed_moe.gate.wg.weight": draw(h, sc.num_experts, h),
+             "head.weight": draw(h, sc.output_dim, h), "head.bias": draw(h, sc.output_dim)}
+    experts = {gid: {"0.weight": draw(h, f, h), "0.bias": draw(h, f), "2.weight": draw(f, h, f), "2.bias": draw(f, h)}
+               for gid in range(sc.num_experts)}
     return Inputs(x, y, {"dense": dense, "experts": experts})
 
 
-def write_inputs(inputs: Inputs, folder: Path) -> InputFiles:
-    """Save the inputs in the README's formats."""
+def save_inputs(inputs: Inputs, folder: Path) -> dict[str, Path]:
+    """The files the overrides ``data.path`` and ``model.init_checkpoint`` point at."""
     folder.mkdir(parents=True, exist_ok=True)
-    files = InputFiles(folder / "train.pt", folder / "init.pt")
-    torch.save({"x": inputs.x, "y": inputs.y}, files.data_path)
-    torch.save(inputs.init, files.init_path)
+    files = {"data.path": folder / "train.pt", "model.init_checkpoint": folder / "init.pt"}
+    torch.save({"x": inputs.x, "y": inputs.y}, files["data.path"])
+    torch.save(inputs.init, files["model.init_checkpoint"])
     return files

@@ -5,6 +5,7 @@ each rank builds only its ``num_experts / expert_parallel_size`` local experts.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -21,14 +22,14 @@ def expert(hidden_size: int, ffn_hidden_size: int) -> nn.Sequential:
 class Surrogate(nn.Module):
     """``y = head(h + moe(h))`` with ``h = tanh(input_proj(x))``."""
 
-    def __init__(self, cfg: dict[str, Any], expert_parallel_size: int) -> None:
+    def __init__(self, settings: Mapping[str, Any], expert_parallel_size: int) -> None:
         super().__init__()
-        hidden = int(cfg["hidden_size"])
-        self.input_proj = nn.Linear(int(cfg["input_dim"]), hidden)
-        self.moe = MoE(hidden, expert(hidden, int(cfg["ffn_hidden_size"])),
-                       num_experts=int(cfg["num_experts"]), ep_size=expert_parallel_size, k=1,
+        hidden = settings["model.hidden_size"]
+        self.input_proj = nn.Linear(settings["model.input_dim"], hidden)
+        self.moe = MoE(hidden, expert(hidden, settings["model.ffn_hidden_size"]),
+                       num_experts=settings["model.num_experts"], ep_size=expert_parallel_size, k=1,
                        drop_tokens=False)
-        self.head = nn.Linear(hidden, int(cfg["output_dim"]))
+        self.head = nn.Linear(hidden, settings["model.output_dim"])
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The prediction and the router's load-balancing loss."""
@@ -46,9 +47,9 @@ class Surrogate(nn.Module):
         return {n: p for n, p in self.named_parameters() if ".deepspeed_experts." not in n}
 
 
-def build_model(cfg: dict[str, Any], expert_parallel_size: int) -> Surrogate:
+def build_model(settings: Mapping[str, Any], expert_parallel_size: int) -> Surrogate:
     """The model with this rank's experts (weights are loaded from the init checkpoint)."""
-    if int(cfg["num_experts"]) % expert_parallel_size:
-        raise ValueError(f"num_experts={cfg['num_experts']} does not split over "
+    if settings["model.num_experts"] % expert_parallel_size:
+        raise ValueError(f"model.num_experts={settings['model.num_experts']} does not split over "
                          f"expert_parallel_size={expert_parallel_size}")
-    return Surrogate(cfg, expert_parallel_size)
+    return Surrogate(settings, expert_parallel_size)

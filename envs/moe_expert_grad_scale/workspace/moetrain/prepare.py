@@ -1,6 +1,6 @@
 """Synthetic data and the consolidated initial checkpoint (they depend on ``seed`` only).
 
-    python -m moetrain.prepare --config configs/ep2.yaml
+    python -m moetrain.prepare --config configs/ep2.yaml [key=value ...]
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from moetrain.config import load_config
+from moetrain.config import Settings, read
 
 ROWS = 1024
 
@@ -25,15 +25,15 @@ def make_dataset(seed: int, input_dim: int, output_dim: int, rows: int = ROWS) -
     return {"x": x, "y": y}
 
 
-def make_init(seed: int, model: dict[str, Any]) -> dict[str, Any]:
+def make_init(seed: int, settings: Settings) -> dict[str, Any]:
     """Initial weights: uniform(±1/sqrt(fan_in)) in a fixed order, every expert by global id."""
     gen = torch.Generator().manual_seed(seed + 1)
 
     def uniform(fan_in: int, *shape: int) -> torch.Tensor:
         return (torch.rand(*shape, generator=gen) * 2 - 1) / math.sqrt(fan_in)
 
-    d_in, hid = int(model["input_dim"]), int(model["hidden_size"])
-    ffn, d_out, n_exp = int(model["ffn_hidden_size"]), int(model["output_dim"]), int(model["num_experts"])
+    d_in, hid = settings["model.input_dim"], settings["model.hidden_size"]
+    ffn, d_out, n_exp = settings["model.ffn_hidden_size"], settings["model.output_dim"], settings["model.num_experts"]
     dense = {
         "input_proj.weight": uniform(d_in, hid, d_in),
         "input_proj.bias": uniform(d_in, hid),
@@ -49,20 +49,19 @@ def make_init(seed: int, model: dict[str, Any]) -> dict[str, Any]:
     return {"dense": dense, "experts": experts}
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Write ``data.path`` and ``model.init_checkpoint`` for the config's ``seed``."""
-    parser = argparse.ArgumentParser(description="write synthetic data and initial weights")
-    parser.add_argument("--config", required=True)
-    parser.add_argument("overrides", nargs="*")
-    args = parser.parse_args(argv)
-    cfg = load_config(args.config, args.overrides)
-    model, seed = cfg["model"], int(cfg["seed"])
-    for path, obj in ((cfg["data"]["path"], make_dataset(seed, model["input_dim"], model["output_dim"])),
-                      (model["init_checkpoint"], make_init(seed, model))):
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        torch.save(obj, path)
-        print(f"wrote {path}")
+def write(obj: Any, path: str) -> None:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(obj, target)
+    print(f"wrote {target}")
 
 
 if __name__ == "__main__":
-    main()
+    cli = argparse.ArgumentParser(description="write synthetic data and initial weights for a config's seed")
+    cli.add_argument("--config", required=True)
+    cli.add_argument("overrides", nargs="*", help="dotted.key=value")
+    opts = cli.parse_args()
+    settings = read(opts.config, opts.overrides)
+    data = make_dataset(settings["seed"], settings["model.input_dim"], settings["model.output_dim"])
+    write(data, settings["data.path"])
+    write(make_init(settings["seed"], settings), settings["model.init_checkpoint"])

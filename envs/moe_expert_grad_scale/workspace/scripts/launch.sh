@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Launch training with one process per rank.
-#   scripts/launch.sh CONFIG [key=value ...]
-# Example: scripts/launch.sh configs/ep2.yaml train.steps=100 run_name=ep2-long
+# Start one training process per rank on this host.
+#   scripts/launch.sh [-n PROCESSES] CONFIG [key=value ...]      (2 processes unless -n says)
+# Example: scripts/launch.sh -n 4 configs/ep2.yaml train.steps=100 run_name=ep2-w4
 set -euo pipefail
-config=${1:?usage: scripts/launch.sh CONFIG [key=value ...]}
+processes=2
+if [[ "${1:-}" == "-n" ]]; then
+  processes=${2:?-n needs a process count}
+  shift 2
+fi
+config=${1:?usage: scripts/launch.sh [-n PROCESSES] CONFIG [key=value ...]}
 shift
-nproc=$(python -m moetrain.config "$config" parallel.world_size "$@")
-exec torchrun --standalone --nproc_per_node="$nproc" -m moetrain.train --config "$config" "$@"
+python -m moetrain.config "$config" run_name "$@" >/dev/null   # refuse a bad config before starting ranks
+exec torchrun --standalone --nproc_per_node="$processes" -m moetrain.train --config "$config" "$@"

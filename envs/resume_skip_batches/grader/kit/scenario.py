@@ -1,116 +1,83 @@
-"""One frozen scenario of TrainFail/ResumeSkipBatches-v0, as the gym's scenario request gives it.
+"""One frozen scenario of TrainFail/ResumeSkipBatches-v1 (public: the run phase reads it too).
 
-Pure data, shared by the run kit (what to launch) and the judge (what to expect). Nothing here
-is private: the run phase reads the same request from ``/io/scenarios.json``.
+Defaults are ``configs/base.yaml``'s values; a scenario's ``[scenario.params]`` overrides them
+by name. Ranks are the scenario's devices: the run kit never sets ``launch.nproc``, so a
+pipeline that takes its rank count from anywhere but the process group is caught on one rank.
 """
+
 from __future__ import annotations
 
-import json
-import re
-from dataclasses import dataclass, field, fields
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
+from itertools import pairwise
 
-#: Scenario names become file and folder names on both sides.
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+from scenario_base import ScenarioBase, size_limit  # the harness library
+
 #: ``grader``: the grader's own generator; ``prepare``: the shipped ``fcast.prepare`` recipe.
-FIXTURE_FLAVORS = ("grader", "prepare")
+FIXTURES = ("grader", "prepare")
 
 
 @dataclass(frozen=True)
-class Scenario:
-    """Data, schedule, interruption points and pass thresholds of one scenario.
+class Scenario(ScenarioBase):
+    """Table, model, schedule, the steps a run is stopped after, and the pass threshold."""
 
-    Every field below ``backend`` may be set from the scenario's ``params`` table; the defaults
-    are the shipped ``configs/base.yaml`` values.
-    """
-
-    name: str
-    kind: str
-    devices: int
-    backend: str
+    #: the table and warm start (``fixtures.py``)
     seed: int = 1234
     fixtures: str = "grader"
     rows: int = 640
+    #: the forecaster and the loader
     input_dim: int = 8
     hidden_size: int = 32
     micro_batch_size: int = 8
     shuffle_seed: int = 17
+    #: the training section
     accumulation: int = 4
     max_steps: int = 24
     lr: float = 0.05
     momentum: float = 0.9
+    save_steps: int = 6
     #: The run is stopped after each of these global steps (``train.max_steps=K``) and resumed
-    #: from ``checkpoint-K``; the last segment runs to ``max_steps``.
-    interrupts: tuple[int, ...] = field(default=(6,))
-    #: Largest relative L2 distance (all parameters as one vector) between a saved model and the judge's float64
-    #: uninterrupted reference; grader/README.md gives the measurements behind it.
+    #: from ``checkpoint-K``; the last launch runs to ``max_steps``.
+    interrupts: tuple[int, ...] = (6,)
+    #: Largest relative L2 (all parameters as one vector) of a saved model from the judge's
+    #: float64 uninterrupted run (grader/README.md has the measured margins).
     param_rtol: float = 1e-4
     run_timeout_s: float = 240.0
 
-    def __post_init__(self) -> None:
-        if not NAME_RE.match(self.name):
-            raise ValueError(f"scenario name {self.name!r} is not a plain file name")
-        if self.fixtures not in FIXTURE_FLAVORS:
-            raise ValueError(f"fixtures must be one of {FIXTURE_FLAVORS}, not {self.fixtures!r}")
+    def validate(self) -> None:
         object.__setattr__(self, "interrupts", tuple(int(k) for k in self.interrupts))
-        points = [0, *self.interrupts, self.max_steps]
-        if any(b <= a for a, b in zip(points, points[1:])):
+        if self.fixtures not in FIXTURES:
+            raise ValueError(f"fixtures must be one of {FIXTURES}, not {self.fixtures!r}")
+        stops = [0, *self.interrupts, self.max_steps]
+        if any(b <= a for a, b in pairwise(stops)):
             raise ValueError(f"interrupts {self.interrupts} must rise strictly inside (0, {self.max_steps})")
-        if self.updates_per_epoch < 1:
-            raise ValueError("a rank's shard does not fill one accumulation window")
-
-    @classmethod
-    def from_request(cls, raw: dict[str, Any]) -> Scenario:
-        """Build from ``{"name", "kind", "devices", "backend", "params": {...}}``."""
-        known = {f.name for f in fields(cls)}
-        params = dict(raw.get("params", {}))
-        unknown = set(params) - known
-        if unknown:
-            raise ValueError(f"unknown scenario params: {sorted(unknown)}")
-        if "interrupts" in params:
-            params["interrupts"] = tuple(params["interrupts"])
-        return cls(name=str(raw["name"]), kind=str(raw["kind"]), devices=int(raw["devices"]),
-                   backend=str(raw.get("backend", "gloo")), **params)
+        if min(self.micro_batch_size, self.accumulation, self.save_steps) < 1 or self.updates_per_epoch < 1:
+            raise ValueError("a rank's shard must fill at least one accumulation window")
 
     @property
-    def world_size(self) -> int:
-        """Data-parallel ranks: one per device."""
+    def ranks(self) -> int:
         return self.devices
 
     @property
     def micro_batches_per_rank(self) -> int:
-        """``len(loader)`` on every rank (DistributedSampler and DataLoader both drop the rest)."""
-        return (self.rows // self.world_size) // self.micro_batch_size
+        """``len(loader)``: DistributedSampler and DataLoader both drop the rest (``drop_last``)."""
+        return (self.rows // self.ranks) // self.micro_batch_size
 
     @property
     def updates_per_epoch(self) -> int:
-        """Global steps per epoch: whole accumulation windows of a rank's shard."""
+        """Whole accumulation windows of a rank's shard; leftover micro-batches are not used."""
         return self.micro_batches_per_rank // self.accumulation
 
     @property
     def segments(self) -> list[tuple[int, int]]:
-        """``(first step done, last step done)`` of each launch: (0, K1), (K1, K2), ..."""
-        points = [0, *self.interrupts, self.max_steps]
-        return list(zip(points, points[1:]))
+        """``(steps done before, steps done after)`` each launch: (0, K1), (K1, K2), ..."""
+        return list(pairwise([0, *self.interrupts, self.max_steps]))
 
     @property
     def state_limit_bytes(self) -> int:
-        """The most a saved model may weigh: four times the float32 model, and at least 1 MiB."""
-        params = self.input_dim * self.hidden_size + 2 * self.hidden_size + 1
-        return max(1 << 20, 16 * params)
+        return size_limit(self.input_dim * self.hidden_size + 2 * self.hidden_size + 1, floor=1 << 20)
 
     @property
     def record_limit_bytes(self) -> int:
-        """The most one rank's input record of one launch may weigh: every micro-batch of the
-        whole run, twice, and at least 1 MiB."""
-        forwards = self.max_steps * self.accumulation
-        return max(1 << 20, 2 * forwards * (8 + 4 * self.micro_batch_size * self.input_dim))
-
-
-def read_requests(path: Path) -> list[dict[str, Any]]:
-    """The scenario requests of ``scenarios.json`` (a JSON list of objects)."""
-    raw = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(raw, list) or not all(isinstance(r, dict) for r in raw):
-        raise ValueError(f"{path}: expected a JSON list of scenario objects")
-    return raw
+        """One rank's record of one launch: every micro-batch of the whole run, twice."""
+        return size_limit(2 * self.max_steps * self.accumulation * self.micro_batch_size * self.input_dim,
+                          bytes_per_value=4, floor=1 << 20)  # fmt: skip

@@ -1,63 +1,59 @@
-"""Run configuration: a YAML file plus ``dotted.key=value`` overrides.
+"""Settings of a run: a YAML file, flattened to ``section.key`` names, then edited from the command line.
 
-Overrides may only set keys that already exist in the YAML file, so a typo fails
-loudly instead of silently adding an unused key.
+A command-line edit is ``section.key=value`` (the value read as YAML: ``12``, ``0.05``, ``null``,
+a path). Only names the file already has can be edited: a misspelt one stops the run instead of
+training with a setting nobody reads.
 
-Also usable as a tiny CLI to read one resolved value (used by scripts/launch.sh)::
-
-    python -m fcast.config configs/base.yaml launch.nproc [key=value ...]
+``python -m fcast.config CONFIG NAME [section.key=value ...]`` prints one resolved setting; the
+launch script asks it for ``launch.nproc``.
 """
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-Config = dict[str, Any]
+
+def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"train": {"lr": 0.05}}`` -> ``{"train.lr": 0.05}`` (sections become dotted prefixes)."""
+    flat: dict[str, Any] = {}
+    for name, value in tree.items():
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, f"{prefix}{name}."))
+        else:
+            flat[f"{prefix}{name}"] = value
+    return flat
 
 
-def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Config:
-    """Read a YAML config and apply ``dotted.key=value`` overrides in order."""
-    with open(path, encoding="utf-8") as fh:
-        cfg = yaml.safe_load(fh) or {}
-    for item in overrides:
-        apply_override(cfg, item)
-    return cfg
+def nest(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """The inverse of :func:`flatten`."""
+    tree: dict[str, Any] = {}
+    for dotted, value in flat.items():
+        *sections, name = dotted.split(".")
+        node = tree
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[name] = value
+    return tree
 
 
-def apply_override(cfg: Config, item: str) -> None:
-    """Set one existing key from ``dotted.key=value``; the value is parsed as YAML."""
-    key, sep, raw = item.partition("=")
-    if not sep:
-        raise ValueError(f"override {item!r} is not of the form key=value")
-    *parents, leaf = key.split(".")
-    node = cfg
-    for name in parents:
-        if not isinstance(node.get(name), dict):
-            raise KeyError(f"unknown config section {name!r} in override {item!r}")
-        node = node[name]
-    if leaf not in node:
-        raise KeyError(f"unknown config key {key!r}")
-    node[leaf] = yaml.safe_load(raw)
-
-
-def get_value(cfg: Config, key: str) -> Any:
-    """Return the value at a dotted key."""
-    node: Any = cfg
-    for name in key.split("."):
-        node = node[name]
-    return node
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Print one resolved config value: ``CONFIG KEY [key=value ...]``."""
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) < 2:
-        raise SystemExit("usage: python -m fcast.config CONFIG KEY [key=value ...]")
-    print(get_value(load_config(args[0], args[2:]), args[1]))
+def load_config(path: str | Path, overrides: Iterable[str] = ()) -> dict[str, Any]:
+    """The settings of ``path`` with the command-line edits applied, as nested sections."""
+    settings = flatten(yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {})
+    for edit in overrides:
+        name, equals, text = edit.partition("=")
+        if not equals:
+            raise ValueError(f"{edit!r}: expected section.key=value")
+        if name not in settings:
+            raise KeyError(f"{name!r} is not a setting of {path} (settings: {', '.join(sorted(settings))})")
+        settings[name] = yaml.safe_load(text)
+    return nest(settings)
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) < 3:
+        sys.exit("usage: python -m fcast.config CONFIG NAME [section.key=value ...]")
+    print(flatten(load_config(sys.argv[1], sys.argv[3:]))[sys.argv[2]])

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Launch training with one process per data-parallel rank.
-#   scripts/launch.sh CONFIG [key=value ...]
-# Example: scripts/launch.sh configs/base.yaml train.max_steps=12 run_name=short
-# Resume:  scripts/launch.sh configs/base.yaml train.resume_from_checkpoint=outputs/base/checkpoint-6
+# One torchrun process per rank on this machine; launch.nproc of the config says how many.
+#
+#   bash scripts/launch.sh CONFIG [section.key=value ...]
+#   bash scripts/launch.sh configs/base.yaml train.max_steps=12 run_name=short
+#   bash scripts/launch.sh configs/base.yaml train.resume_from_checkpoint=outputs/base/checkpoint-6
 set -euo pipefail
-config=${1:?usage: scripts/launch.sh CONFIG [key=value ...]}
+if (( $# < 1 )); then
+    echo "usage: bash scripts/launch.sh CONFIG [section.key=value ...]" >&2
+    exit 2
+fi
+config="$1"
 shift
-nproc=$(python -m fcast.config "$config" launch.nproc "$@")
-exec torchrun --standalone --nproc_per_node="$nproc" -m fcast.train --config "$config" "$@"
+ranks="$(python -m fcast.config "$config" launch.nproc "$@")"
+exec torchrun --standalone --nproc_per_node="$ranks" -m fcast.train --config "$config" "$@"

@@ -1,109 +1,114 @@
-"""Run configuration: a TOML file plus ``section.key=value`` overrides from the command line.
+"""Configuration: a TOML file laid over built-in defaults, read back as attribute namespaces.
 
-``python -m seqmodel.config CONFIG KEY [key=value ...]`` prints one resolved value (the launch
-script reads the tensor-parallel size this way).
+``DEFAULTS`` is itself TOML: it lists every setting a run has, and the type of its default is
+the type the setting must have. ``load(path, overrides)`` lays the file over it, then each
+``section.key=value`` word from the command line (the value read as a TOML literal, so
+``false``, ``0.2`` and ``7`` are a bool, a float and an integer; anything else stays text). A
+setting that is not in ``DEFAULTS``, or a value of another type, stops the run.
+
+    python -m seqmodel.config configs/tp2-sp.toml parallel.tensor_model_parallel_size [k=v ...]
 """
 from __future__ import annotations
 
+import copy
 import sys
 import tomllib
-from dataclasses import dataclass, field, fields
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+DEFAULTS: dict[str, Any] = tomllib.loads("""
+run_name = "run"
+output_dir = "outputs"
 
-@dataclass
-class ParallelConfig:
-    tensor_model_parallel_size: int = 2
-    sequence_parallel: bool = True
+[parallel]
+tensor_model_parallel_size = 2
+sequence_parallel = true
 
+[model]
+input_dim = 8
+hidden_size = 32
+ffn_hidden_size = 64
+num_layers = 2
+output_dim = 4
+hidden_dropout = 0.1
+embed_dropout = 0.1
+bf16 = false
 
-@dataclass
-class ModelConfig:
-    input_dim: int = 8
-    hidden_size: int = 32
-    ffn_hidden_size: int = 64
-    num_layers: int = 2
-    output_dim: int = 4
-    hidden_dropout: float = 0.1
-    embed_dropout: float = 0.1
-    bf16: bool = False
+[data]
+seq_length = 16
+batch_size = 4
+seed = 7
 
+[train]
+steps = 20
+lr = 0.05
+seed = 1234
+log_every = 1
+""")
 
-@dataclass
-class DataConfig:
-    seq_length: int = 16
-    batch_size: int = 4
-    seed: int = 7
-
-
-@dataclass
-class TrainConfig:
-    steps: int = 20
-    lr: float = 0.05
-    seed: int = 1234
-    log_every: int = 1
-
-
-@dataclass
-class Config:
-    run_name: str = "run"
-    output_dir: str = "outputs"
-    parallel: ParallelConfig = field(default_factory=ParallelConfig)
-    model: ModelConfig = field(default_factory=ModelConfig)
-    data: DataConfig = field(default_factory=DataConfig)
-    train: TrainConfig = field(default_factory=TrainConfig)
+#: What a run's code reads: ``cfg.model.hidden_size``, ``cfg.train.seed`` ...
+Config = SimpleNamespace
 
 
-def _coerce(current: Any, text: str) -> Any:
-    if isinstance(current, bool):
-        if text.lower() in ("true", "1", "yes"):
-            return True
-        if text.lower() in ("false", "0", "no"):
-            return False
-        raise ValueError(f"expected true/false, got {text!r}")
-    if isinstance(current, int):
-        return int(text)
-    if isinstance(current, float):
-        return float(text)
-    return text
+def _checked(where: str, default: Any, value: Any) -> Any:
+    if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if type(value) is not type(default):
+        raise TypeError(f"{where} must be {type(default).__name__}, got {value!r}")
+    return value
 
 
-def _assign(cfg: Config, dotted: str, value: Any, from_text: bool) -> None:
-    parts = dotted.split(".")
-    target: Any = cfg
-    for part in parts[:-1]:
-        if not hasattr(target, part):
-            raise KeyError(f"unknown config section {part!r} in {dotted!r}")
-        target = getattr(target, part)
-    key = parts[-1]
-    if key not in {f.name for f in fields(target)}:
-        raise KeyError(f"unknown config key {dotted!r}")
-    current = getattr(target, key)
-    setattr(target, key, _coerce(current, value) if from_text else type(current)(value))
+def _lay(base: dict[str, Any], layer: dict[str, Any], prefix: str = "") -> None:
+    for key, value in layer.items():
+        where = prefix + key
+        if key not in base:
+            raise KeyError(f"unknown setting {where!r}")
+        if isinstance(base[key], dict):
+            if not isinstance(value, dict):
+                raise TypeError(f"{where} is a section, not a value")
+            _lay(base[key], value, where + ".")
+        else:
+            base[key] = _checked(where, base[key], value)
+
+
+def _literal(text: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _default(dotted: str) -> Any:
+    node: Any = DEFAULTS
+    for part in dotted.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def _namespace(tree: dict[str, Any]) -> SimpleNamespace:
+    return SimpleNamespace(**{k: _namespace(v) if isinstance(v, dict) else v for k, v in tree.items()})
 
 
 def load(path: str | Path, overrides: list[str] | None = None) -> Config:
-    """The file's values over the defaults, then each ``key=value`` override."""
-    cfg = Config()
-    raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    for key, value in raw.items():
-        if isinstance(value, dict):
-            for sub, subvalue in value.items():
-                _assign(cfg, f"{key}.{sub}", subvalue, from_text=False)
-        else:
-            _assign(cfg, key, value, from_text=False)
-    for item in overrides or []:
-        if "=" not in item:
-            raise ValueError(f"override {item!r} is not key=value")
-        key, value = item.split("=", 1)
-        _assign(cfg, key, value, from_text=True)
-    return cfg
+    """DEFAULTS, then the file at ``path``, then each ``section.key=value`` override."""
+    tree = copy.deepcopy(DEFAULTS)
+    _lay(tree, tomllib.loads(Path(path).read_text(encoding="utf-8")))
+    for word in overrides or []:
+        dotted, equals, text = word.partition("=")
+        if not equals:
+            raise ValueError(f"override {word!r} is not section.key=value")
+        *sections, leaf = dotted.split(".")
+        # text settings (names, paths) take the word as written
+        layer: dict[str, Any] = {leaf: text if isinstance(_default(dotted), str) else _literal(text)}
+        for section in reversed(sections):
+            layer = {section: layer}
+        _lay(tree, layer)
+    return _namespace(tree)
 
 
 if __name__ == "__main__":
-    config = load(sys.argv[1], sys.argv[3:])
-    value: Any = config
+    node: Any = load(sys.argv[1], sys.argv[3:])
     for part in sys.argv[2].split("."):
-        value = getattr(value, part)
-    print(value)
+        node = getattr(node, part)
+    print(node)

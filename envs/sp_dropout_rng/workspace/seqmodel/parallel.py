@@ -1,4 +1,8 @@
-"""Process groups: every process is one tensor-parallel rank (megatron-core ``parallel_state``)."""
+"""The job's layout: every process is one tensor-parallel rank (megatron-core ``parallel_state``).
+
+There is no data or pipeline parallelism, so the tensor-parallel group is the whole job and a
+run needs exactly ``parallel.tensor_model_parallel_size`` processes.
+"""
 from __future__ import annotations
 
 import os
@@ -10,32 +14,36 @@ from megatron.core import parallel_state
 
 
 def backend_name() -> str:
-    """``gloo`` on CPU hosts unless the environment asks for another backend."""
-    return os.environ.get("TRAINFAIL_BACKEND", "gloo")
+    """``$TRAINFAIL_BACKEND``: ``gloo`` (CPU hosts, the default) or ``nccl`` (one GPU per rank)."""
+    return os.environ.get("TRAINFAIL_BACKEND") or "gloo"
 
 
 def device() -> torch.device:
-    """This rank's device: its GPU under NCCL, otherwise the CPU."""
-    if backend_name() == "nccl":
-        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-    return torch.device("cpu")
+    """Where this rank computes: the GPU of its local rank under NCCL, else the CPU."""
+    on_gpu = backend_name() == "nccl"
+    return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if on_gpu else torch.device("cpu")
+
+
+def _require_one_process_per_rank(tensor_parallel_size: int) -> None:
+    launched = dist.get_world_size()
+    if launched == tensor_parallel_size:
+        return
+    raise ValueError(f"{launched} processes were started for tensor_model_parallel_size={tensor_parallel_size}: "
+                     "start one process per tensor-parallel rank (scripts/launch.sh reads the size from the config)")
 
 
 def init_distributed(tensor_parallel_size: int) -> None:
-    """Start torch.distributed and build the tensor-parallel groups."""
-    if backend_name() == "nccl":
-        torch.cuda.set_device(device())
+    """Join the job, check its size and build megatron-core's tensor-parallel groups."""
+    here = device()
+    if here.type == "cuda":
+        torch.cuda.set_device(here)
     dist.init_process_group(backend=backend_name())
-    world = dist.get_world_size()
-    if world != tensor_parallel_size:
-        raise ValueError(
-            f"launched {world} processes for tensor_model_parallel_size={tensor_parallel_size}; "
-            "start exactly one process per tensor-parallel rank"
-        )
+    _require_one_process_per_rank(tensor_parallel_size)
     parallel_state.initialize_model_parallel(tensor_model_parallel_size=tensor_parallel_size)
 
 
 def tp_rank() -> int:
+    """This process's tensor-parallel rank (which chunk of the sequence and of the FFN it holds)."""
     return parallel_state.get_tensor_model_parallel_rank()
 
 
@@ -48,15 +56,13 @@ def tp_group() -> dist.ProcessGroup:
 
 
 def shutdown() -> None:
-    """Tear down the groups and leave the process.
-
-    ``os._exit`` skips C++ static destructors: with torch 2.13 gloo occasionally aborts in
-    them after a run has finished cleanly.
-    """
-    if dist.is_initialized():
-        dist.barrier()
-        parallel_state.destroy_model_parallel()
-        dist.destroy_process_group()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    """Leave the job once every rank got here, then exit without C++ static destructors (torch
+    2.13's gloo can abort in them after a clean run)."""
+    if not dist.is_initialized():
+        os._exit(0)
+    dist.barrier()
+    parallel_state.destroy_model_parallel()
+    dist.destroy_process_group()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
     os._exit(0)

@@ -1,20 +1,19 @@
-"""Grader-owned inputs: the initial full weights and the training data.
+"""The grader's own starting weights and training table for a scenario.
 
-The grader, not the workspace, decides where training starts and what it sees, so a
-revision cannot move the reference by changing its own initialisation or data code. Pure
-functions of the scenario: the run kit writes them for the pipeline, the judge regenerates
-them for its reference and never reads them back from the run. Formats are the ones the
-workspace README documents (consolidated checkpoint, dataset dict of ``x``/``y``).
+The grader, not the revision, decides where training starts and what it reads: the run kit
+writes these files in the README's formats (a consolidated checkpoint; ``{"x", "y"}``) and the
+judge regenerates them for its reference instead of reading anything back. Two recipes:
 
-Two flavors: ``grader`` (the default; larger LayerNorm/bias perturbations, a sine target)
-and ``prepare``, the recipe of the shipped ``surrogate/prepare.py`` written out here, so a
-scenario can train on exactly the shipped initial weights and data without running the
-revision's own ``prepare``.
+* ``grader``: weights from one generator (matrices ``N(0,1) * fan_in**-0.5``, biases and
+  LayerNorm offsets at 0.2 scale, large enough that LayerNorm gradients show), a table from
+  another (targets ``sin(x @ P) + x[:, :out]**2 / 2``);
+* ``prepare``: ``surrogate.prepare`` as shipped, bit for bit (one generator seeded with
+  ``seed``: weights at 0.1 scale divided by ``sqrt(fan_in)``, then rows, a tanh teacher, noise).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 from scenario import Scenario
@@ -22,81 +21,62 @@ from scenario import Scenario
 State = dict[str, torch.Tensor]
 
 
-@dataclass(frozen=True)
-class Inputs:
-    """Initial full (TP=1) weights and the dataset, in memory."""
-
+class Inputs(NamedTuple):
     init: State
     x: torch.Tensor
     y: torch.Tensor
 
 
-@dataclass(frozen=True)
-class InputFiles:
-    """Where the run reads its inputs."""
-
-    init_path: Path
-    data_path: Path
+class Files(NamedTuple):
+    init: Path
+    data: Path
 
 
-def _layers(sc: Scenario) -> list[tuple[str, str, int, int]]:
-    """(kind, prefix, rows, cols) in the model's parameter order; LayerNorms have cols 0."""
+def _stems(sc: Scenario) -> list[tuple[str, tuple[int, int] | None]]:
+    """Each layer in the model's parameter order with its weight matrix (None: a LayerNorm)."""
     h, f = sc.hidden_size, sc.ffn_hidden_size
-    layers = [("linear", "input_proj", h, sc.input_dim)]
+    stems: list[tuple[str, tuple[int, int] | None]] = [("input_proj", (h, sc.input_dim))]
     for i in range(sc.num_layers):
-        layers += [("norm", f"blocks.{i}.ln", h, 0), ("linear", f"blocks.{i}.mlp.fc1", f, h),
-                   ("linear", f"blocks.{i}.mlp.fc2", h, f)]
-    return [*layers, ("norm", "final_ln", h, 0), ("linear", "head", sc.output_dim, h)]
+        stems += [(f"blocks.{i}.ln", None), (f"blocks.{i}.mlp.fc1", (f, h)), (f"blocks.{i}.mlp.fc2", (h, f))]
+    return [*stems, ("final_ln", None), ("head", (sc.output_dim, h))]
 
 
-def _weights(sc: Scenario, gen: torch.Generator, spread: float, divide: bool) -> State:
-    """Normal matrices scaled by ``fan_in ** -0.5``, ``spread``-sized biases and LayerNorm
-    perturbations. ``divide`` picks ``w / fan_in**0.5`` over ``w * fan_in**-0.5`` (the two
-    recipes round differently in the last bit)."""
+def _weights(sc: Scenario, gen: torch.Generator, spread: float, shipped: bool) -> State:
     state: State = {}
-    for kind, prefix, rows, cols in _layers(sc):
-        if kind == "linear":
-            w = torch.randn(rows, cols, generator=gen)
-            state[f"{prefix}.weight"] = w / cols**0.5 if divide else w * cols**-0.5
-            state[f"{prefix}.bias"] = spread * torch.randn(rows, generator=gen)
-        else:
-            state[f"{prefix}.weight"] = 1 + spread * torch.randn(rows, generator=gen)
-            state[f"{prefix}.bias"] = spread * torch.randn(rows, generator=gen)
+    for stem, matrix in _stems(sc):
+        if matrix is None:
+            state[f"{stem}.weight"] = 1 + spread * torch.randn(sc.hidden_size, generator=gen)
+            state[f"{stem}.bias"] = spread * torch.randn(sc.hidden_size, generator=gen)
+            continue
+        raw = torch.randn(*matrix, generator=gen)
+        # the shipped recipe divides by sqrt(fan_in); the grader's multiplies (another rounding)
+        state[f"{stem}.weight"] = raw / matrix[1] ** 0.5 if shipped else raw * matrix[1] ** -0.5
+        state[f"{stem}.bias"] = spread * torch.randn(matrix[0], generator=gen)
     return state
 
 
-def _grader_inputs(sc: Scenario) -> Inputs:
-    """The grader's generator: sine-of-projection targets plus a square term."""
-    init = _weights(sc, torch.Generator().manual_seed(1_000_003 * sc.seed + 17), 0.2, divide=False)
-    gen = torch.Generator().manual_seed(2_000_029 * sc.seed + 5)
-    x = torch.randn(sc.steps * sc.batch_size, sc.input_dim, generator=gen)
-    proj = torch.randn(sc.input_dim, sc.output_dim, generator=gen)
-    y = torch.sin(x @ proj) + 0.5 * x[:, : sc.output_dim] ** 2
-    return Inputs(init=init, x=x, y=y)
-
-
-def _prepare_inputs(sc: Scenario) -> Inputs:
-    """The shipped ``surrogate.prepare`` recipe: one generator seeded with ``seed``, weights
-    first, then features and a two-layer tanh teacher with a little noise."""
-    gen = torch.Generator().manual_seed(sc.seed)
-    init = _weights(sc, gen, 0.1, divide=True)
-    d_in, d_out = sc.input_dim, sc.output_dim
-    x = torch.randn(sc.steps * sc.batch_size, d_in, generator=gen)
-    w1 = torch.randn(d_in, 4 * d_in, generator=gen) / d_in**0.5
-    w2 = torch.randn(4 * d_in, d_out, generator=gen) / (4 * d_in) ** 0.5
-    y = torch.tanh(x @ w1) @ w2 + 0.05 * torch.randn(x.shape[0], d_out, generator=gen)
-    return Inputs(init=init, x=x, y=y)
-
-
 def make_inputs(sc: Scenario) -> Inputs:
-    """Exactly ``steps * batch_size`` rows, so no batch wraps around."""
-    return _prepare_inputs(sc) if sc.fixtures == "prepare" else _grader_inputs(sc)
+    """``sc.dataset_rows`` rows and the starting weights of the scenario's recipe."""
+    rows, d_in, d_out = sc.dataset_rows, sc.input_dim, sc.output_dim
+    if sc.fixtures == "prepare":
+        gen = torch.Generator().manual_seed(sc.seed)
+        init = _weights(sc, gen, 0.1, shipped=True)
+        x = torch.randn(rows, d_in, generator=gen)
+        w_in = torch.randn(d_in, 4 * d_in, generator=gen) / d_in**0.5
+        w_out = torch.randn(4 * d_in, d_out, generator=gen) / (4 * d_in) ** 0.5
+        return Inputs(init, x, torch.tanh(x @ w_in) @ w_out + 0.05 * torch.randn(rows, d_out, generator=gen))
+    init = _weights(sc, torch.Generator().manual_seed(1_000_003 * sc.seed + 17), 0.2, shipped=False)
+    gen = torch.Generator().manual_seed(2_000_029 * sc.seed + 5)
+    x = torch.randn(rows, d_in, generator=gen)
+    projection = torch.randn(d_in, d_out, generator=gen)
+    return Inputs(init, x, torch.sin(x @ projection) + 0.5 * x[:, :d_out] ** 2)
 
 
-def write_inputs(inputs: Inputs, directory: Path) -> InputFiles:
-    """Save the inputs in the README formats where the run will read them."""
-    directory.mkdir(parents=True, exist_ok=True)
-    files = InputFiles(init_path=directory / "init.pt", data_path=directory / "data.pt")
-    torch.save(inputs.init, files.init_path)
-    torch.save({"x": inputs.x, "y": inputs.y}, files.data_path)
+def write_inputs(sc: Scenario, folder: Path) -> Files:
+    """The scenario's inputs saved where the run reads them."""
+    inputs = make_inputs(sc)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = Files(folder / "init.pt", folder / "data.pt")
+    torch.save(inputs.init, files.init)
+    torch.save({"x": inputs.x, "y": inputs.y}, files.data)
     return files

@@ -1,65 +1,54 @@
-"""Run phase of TrainFail/TPClipGradNorm-v0: launch the pipeline, keep its outputs.
+"""Run phase of TrainFail/TPClipGradNorm-v1 (untrusted: beside the revision; no verdicts).
 
     python /kit/run.py --scenarios /io/scenarios.json --out-dir /out
 
-Untrusted: the revision's code runs in the same sandbox, as the same user, so nothing here
-is private and nothing here is a verdict. Working directory: the revision. For each
-scenario it copies the revision to a fresh folder, writes the grader-owned initial weights
-and data there (``fixtures.py``), runs the training the way the workspace README documents
-with overrides that pin every setting the judge's reference depends on (``pipeline.py``),
-and leaves under ``OUT/<scenario>/``:
-
-* ``metrics.jsonl`` and ``checkpoints/final/mp_rank_XX_model_states.pt``: the README's run
-  outputs, copied only if they are regular files within a size limit;
-* ``job.log``: the last 200 KB of the job's combined output;
-* ``timings.json``: how the launch ended (exit code, time-out) and how long each part took.
-
-Every launch, a single scenario's too, is forked from one warm launcher (torch, DeepSpeed and
-megatron-core imported once); any scenario after the warm launcher failed gets a fresh
-``torchrun``. The protocol's scaffolding is the harness library's ``runkit.py``.
+Per scenario (``runkit.case_kit``): a fresh copy of the revision, the grader's own weights and
+table (``fixtures.py``), the README's run (``torchrun -m surrogate.train --config
+configs/tp2.yaml`` with README-key overrides pinning what the judge's reference depends on;
+ranks forked from one warm launcher that imported torch, DeepSpeed and megatron-core once, a
+single scenario's too), and under ``OUT/<scenario>/`` the README's outputs ``metrics.jsonl``
+and ``checkpoints/final/mp_rank_XX_model_states.pt`` (regular files within their limits),
+``job.log`` and ``timings.json``.
 """
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
-from fixtures import make_inputs, write_inputs
-from pipeline import PRELOAD, launch_env, overrides, run_pipeline  # puts the harness library on sys.path
-from scenario import Scenario, read_requests
+import runkit  # the harness library
+from fixtures import Files, write_inputs
+from launch import Pipeline, RunResult, dotted
+from scenario import Scenario
 
-import runkit  # noqa: E402 - from the harness library
+PIPELINE = Pipeline(
+    module="surrogate.train",
+    base_args=("--config", "configs/tp2.yaml"),
+    preload=("torch", "torch.distributed", "deepspeed", "megatron.core", "megatron.core.parallel_state",
+             "megatron.core.tensor_parallel", "pydantic", "yaml"),
+)
 
-METRICS_LIMIT = 4 << 20
+
+def launch(sc: Scenario, workspace: Path, files: Files, out_dir: Path, log: Path, warm: Any | None) -> RunResult:
+    settings = dotted({
+        "run_name": sc.name, "output_dir": out_dir, "parallel.tensor_model_parallel_size": sc.tp,
+        "model.input_dim": sc.input_dim, "model.hidden_size": sc.hidden_size,
+        "model.ffn_hidden_size": sc.ffn_hidden_size, "model.num_layers": sc.num_layers,
+        "model.output_dim": sc.output_dim, "model.init_checkpoint": files.init, "data.path": files.data,
+        "data.batch_size": sc.batch_size, "train.steps": sc.steps, "train.lr": sc.lr,
+        "train.log_interval": sc.log_interval, "deepspeed.zero_stage": sc.zero_stage,
+        "deepspeed.gradient_clipping": sc.max_norm,
+    })
+    return PIPELINE.run(workspace=workspace, args=settings, nproc=sc.tp, log_path=log, timeout_s=sc.run_timeout_s,
+                        backend=sc.backend, warm=warm)
 
 
 def wanted(sc: Scenario) -> list[tuple[str, int]]:
-    """The README-documented outputs the judge reads, each with its size limit."""
-    return [("metrics.jsonl", METRICS_LIMIT), *[(f"checkpoints/final/mp_rank_{r:02d}_model_states.pt", sc.state_limit_bytes) for r in range(sc.tp)]]
+    states = [(f"checkpoints/final/mp_rank_{r:02d}_model_states.pt", sc.state_limit_bytes) for r in range(sc.tp)]
+    return [("metrics.jsonl", 4 << 20), *states]
 
 
-def launch(sc: Scenario, workspace: Path, files: Any, out_dir: Path, log_path: Path, warm: Any | None) -> Any:
-    """The README's training run with the overrides that pin the judge's settings."""
-    return run_pipeline(sc, workspace, overrides(sc, files, out_dir), log_path, warm)
-
-
-KIT = runkit.RunKit(
-    "TPClipGradNorm",
-    Scenario.from_request,
-    functools.partial(
-        runkit.pipeline_scenario,
-        write_fixtures=lambda sc, folder: write_inputs(make_inputs(sc), folder),
-        launch=launch,
-        wanted=wanted,
-    ),
-    PRELOAD,
-    launch_env,
-    read_requests,
-    # one scenario too is launched from the warm server: the imports (torch, DeepSpeed,
-    # megatron-core) dominate a one-scenario launch; qualification still compares one-scenario
-    # runs with groups
-    warm_alone=True,
-)
+KIT = runkit.case_kit("TPClipGradNorm", Scenario.from_request, PIPELINE, fixtures=write_inputs, launch=launch,
+                      wanted=wanted, warm_alone=True)
 
 if __name__ == "__main__":
     runkit.main(KIT)

@@ -1,62 +1,131 @@
-"""Run configuration: a YAML file plus ``dotted.key=value`` overrides.
+"""Run settings: a YAML file validated against the pydantic models below.
 
-Overrides may only set keys that already exist in the YAML file, so a typo fails
-loudly instead of silently adding an unused key.
+Every key a run accepts is a field of :class:`RunSettings` or of one of its sections; a key
+the models do not know, a value of another type and a feed-forward width the tensor-parallel
+size does not divide are refused with pydantic's message before anything starts. Words of the
+form ``section.key=value`` after the file override single keys; their values are read as YAML
+(``train.lr=0.05`` is a float, ``deepspeed.zero_stage=2`` an integer).
 
-Also usable as a tiny CLI to read one resolved value (used by scripts/launch.sh)::
+``scripts/launch.sh`` asks this module for the process count::
 
-    python -m surrogate.config configs/tp2.yaml parallel.tensor_model_parallel_size [key=value ...]
+    python -m surrogate.config configs/tp2.yaml [section.key=value ...] --show parallel.tensor_model_parallel_size
 """
 from __future__ import annotations
 
-import sys
+import argparse
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
-
-Config = dict[str, Any]
-
-
-def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Config:
-    """Read a YAML config and apply ``dotted.key=value`` overrides in order."""
-    with open(path, encoding="utf-8") as fh:
-        cfg = yaml.safe_load(fh) or {}
-    for item in overrides:
-        apply_override(cfg, item)
-    return cfg
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
 
 
-def apply_override(cfg: Config, item: str) -> None:
-    """Set one existing key from ``dotted.key=value``; the value is parsed as YAML."""
-    key, sep, raw = item.partition("=")
-    if not sep:
-        raise ValueError(f"override {item!r} is not of the form key=value")
-    *parents, leaf = key.split(".")
-    node = cfg
-    for name in parents:
-        if not isinstance(node.get(name), dict):
-            raise KeyError(f"unknown config section {name!r} in override {item!r}")
-        node = node[name]
-    if leaf not in node:
-        raise KeyError(f"unknown config key {key!r}")
-    node[leaf] = yaml.safe_load(raw)
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def get_value(cfg: Config, key: str) -> Any:
-    """Return the value at a dotted key."""
-    node: Any = cfg
-    for name in key.split("."):
-        node = node[name]
-    return node
+class ParallelSettings(_Section):
+    tensor_model_parallel_size: PositiveInt
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Print one resolved config value: ``CONFIG KEY [key=value ...]``."""
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) < 2:
-        raise SystemExit("usage: python -m surrogate.config CONFIG KEY [key=value ...]")
-    print(get_value(load_config(args[0], args[2:]), args[1]))
+class ModelSettings(_Section):
+    input_dim: PositiveInt
+    hidden_size: PositiveInt
+    ffn_hidden_size: PositiveInt
+    num_layers: PositiveInt
+    output_dim: PositiveInt
+    init_checkpoint: Path
+
+
+class DataSettings(_Section):
+    path: Path
+    batch_size: PositiveInt
+
+
+class TrainSettings(_Section):
+    steps: PositiveInt
+    lr: float = Field(gt=0)
+    log_interval: PositiveInt
+
+
+class DeepSpeedSettings(_Section):
+    zero_stage: Literal[1, 2]
+    gradient_clipping: float = Field(ge=0)
+
+
+class RunSettings(_Section):
+    """One training run: where its outputs go, what it reads, how it trains."""
+
+    run_name: str
+    output_dir: Path
+    seed: int
+    parallel: ParallelSettings
+    model: ModelSettings
+    data: DataSettings
+    train: TrainSettings
+    deepspeed: DeepSpeedSettings
+
+    @model_validator(mode="after")
+    def _ffn_splits_evenly(self) -> RunSettings:
+        tp = self.parallel.tensor_model_parallel_size
+        if self.model.ffn_hidden_size % tp:
+            raise ValueError(f"model.ffn_hidden_size={self.model.ffn_hidden_size} does not split over {tp} ranks")
+        return self
+
+    @property
+    def run_dir(self) -> Path:
+        return self.output_dir / self.run_name
+
+
+def _override(tree: dict[str, Any], word: str) -> None:
+    key, sep, text = word.partition("=")
+    if not sep or not key:
+        raise SystemExit(f"override {word!r}: expected section.key=value")
+    *sections, leaf = key.split(".")
+    node = tree
+    for section in sections:
+        node = node.setdefault(section, {})
+        if not isinstance(node, dict):
+            raise SystemExit(f"override {word!r}: {section!r} is a value, not a section")
+    node[leaf] = yaml.safe_load(text)
+
+
+def read_settings(path: str | Path, overrides: Sequence[str] = ()) -> RunSettings:
+    """The settings of ``path`` with ``overrides`` applied, validated."""
+    tree = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    for word in overrides:
+        _override(tree, word)
+    try:
+        return RunSettings.model_validate(tree)
+    except ValidationError as err:
+        raise SystemExit(f"{path}: {err}") from None
+
+
+def settings_from_command_line(description: str, argv: Sequence[str] | None = None) -> RunSettings:
+    """``--config FILE [section.key=value ...]``: the entry points' command line, read and validated."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--config", required=True, type=Path)
+    parser.add_argument("overrides", nargs="*", metavar="section.key=value")
+    args = parser.parse_args(argv)
+    return read_settings(args.config, args.overrides)
+
+
+def as_yaml(settings: RunSettings) -> str:
+    """The resolved settings, in the layout of ``configs/*.yaml``."""
+    return yaml.safe_dump(settings.model_dump(mode="json"), sort_keys=False)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="print a resolved setting of a run config")
+    parser.add_argument("config")
+    parser.add_argument("overrides", nargs="*")
+    parser.add_argument("--show", required=True, metavar="SECTION.KEY")
+    args = parser.parse_args(argv)
+    value: Any = read_settings(args.config, args.overrides).model_dump(mode="json")
+    for part in args.show.split("."):
+        value = value[part]
+    print(value)
 
 
 if __name__ == "__main__":

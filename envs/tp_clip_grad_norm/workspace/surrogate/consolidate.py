@@ -1,29 +1,18 @@
-"""Merge a DeepSpeed checkpoint's per-rank model states into one consolidated file.
+"""Merge a run's per-rank checkpoint into one consolidated (TP=1 layout) file.
 
-    python -m surrogate.consolidate outputs/tp2/checkpoints/final merged.pt
-
-The result has the same keys and shapes as a TP=1 run's model, so checkpoints from
-different tensor-parallel sizes can be compared directly.
+    python -m surrogate.consolidate outputs/tp2/checkpoints/final outputs/tp2/consolidated.pt
 """
 from __future__ import annotations
 
-import argparse
+import sys
 
 import torch
 
-from surrogate.checkpoint import consolidate
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Write the consolidated state dict of CKPT_DIR to OUT."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("ckpt_dir", help="checkpoint tag directory holding mp_rank_*_model_states.pt")
-    parser.add_argument("out", help="output .pt file")
-    args = parser.parse_args(argv)
-    state = consolidate(args.ckpt_dir)
-    torch.save(state, args.out)
-    print(f"wrote {args.out}: {len(state)} tensors")
-
+from surrogate.ckpt import merge_tag
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) != 3:
+        raise SystemExit("usage: python -m surrogate.consolidate TAG_DIR OUT.pt")
+    merged = merge_tag(sys.argv[1])
+    torch.save(merged, sys.argv[2])
+    print(f"wrote {sys.argv[2]}: {len(merged)} tensors")

@@ -1,15 +1,13 @@
-"""Residual MLP surrogate model with Megatron tensor-parallel feed-forward layers.
+"""The residual MLP surrogate, with megatron-core tensor-parallel feed-forward layers.
 
-    x -> input_proj -> [h + MLP(LayerNorm(h))] x num_layers -> final_ln -> head
+    x -> input_proj -> num_layers x [h + fc2(GELU(fc1(ln(h))))] -> final_ln -> head
 
-Each MLP is megatron-core's ColumnParallelLinear (``fc1``, output features split across
-tensor-parallel ranks) -> GELU -> RowParallelLinear (``fc2``, input features split, output
-summed over ranks, bias added after the sum). ``input_proj``, the LayerNorms, ``fc2.bias``
-and ``head`` are replicated on every rank.
+``fc1`` is megatron-core's ColumnParallelLinear (output features split across the
+tensor-parallel ranks), ``fc2`` its RowParallelLinear (input features split; the partial
+outputs are summed over the ranks before the bias is added). ``input_proj``, the LayerNorms,
+``fc2.bias`` and ``head`` are full copies on every rank.
 """
 from __future__ import annotations
-
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -17,13 +15,14 @@ from megatron.core import tensor_parallel
 from megatron.core.model_parallel_config import ModelParallelConfig
 from torch import nn
 
+from surrogate.config import ModelSettings
+
 
 def megatron_config(tensor_parallel_size: int) -> ModelParallelConfig:
-    """Layer config for fp32 CPU-friendly Megatron layers.
+    """Layer settings for fp32 Megatron layers built on the CPU.
 
-    Parameters are allocated on the CPU and left uninitialised: every run starts from a
-    consolidated checkpoint (see ``checkpoint.load_consolidated``), so a random init
-    would only be overwritten.
+    Parameters are allocated and left uninitialised: every run loads a consolidated
+    checkpoint into them (``ckpt.restore``), so a random init would only be overwritten.
     """
     return ModelParallelConfig(
         tensor_model_parallel_size=tensor_parallel_size,
@@ -35,49 +34,48 @@ def megatron_config(tensor_parallel_size: int) -> ModelParallelConfig:
 
 
 class ParallelMLP(nn.Module):
-    """Megatron feed-forward block: column-parallel fc1, GELU, row-parallel fc2."""
+    """Column-parallel ``fc1``, exact GELU, row-parallel ``fc2``."""
 
     def __init__(self, hidden: int, ffn_hidden: int, config: ModelParallelConfig) -> None:
         super().__init__()
-        init = nn.init.xavier_normal_  # weights come from the consolidated checkpoint
+        unused_init = nn.init.xavier_normal_  # the checkpoint provides the weights
         self.fc1 = tensor_parallel.ColumnParallelLinear(
-            hidden, ffn_hidden, config=config, init_method=init, bias=True, gather_output=False
+            hidden, ffn_hidden, config=config, init_method=unused_init, bias=True, gather_output=False
         )
         self.fc2 = tensor_parallel.RowParallelLinear(
-            ffn_hidden, hidden, config=config, init_method=init, bias=True,
+            ffn_hidden, hidden, config=config, init_method=unused_init, bias=True,
             input_is_parallel=True, skip_bias_add=False,
         )
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h, _ = self.fc1(x)
-        out, _ = self.fc2(F.gelu(h))
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        inner, _ = self.fc1(h)
+        out, _ = self.fc2(F.gelu(inner))
         return out
 
 
-class ResidualBlock(nn.Module):
-    """Pre-LayerNorm residual block around a ParallelMLP."""
+class Block(nn.Module):
+    """``h + mlp(ln(h))``."""
 
     def __init__(self, hidden: int, ffn_hidden: int, config: ModelParallelConfig) -> None:
         super().__init__()
         self.ln = nn.LayerNorm(hidden)
         self.mlp = ParallelMLP(hidden, ffn_hidden, config)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.mlp(self.ln(x))
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return h + self.mlp(self.ln(h))
 
 
 class SurrogateModel(nn.Module):
-    """Maps ``[batch, input_dim]`` features to ``[batch, output_dim]`` targets."""
+    """``[batch, input_dim]`` features to ``[batch, output_dim]`` predictions."""
 
-    def __init__(self, input_dim: int, hidden_size: int, ffn_hidden_size: int,
-                 num_layers: int, output_dim: int, config: ModelParallelConfig) -> None:
+    def __init__(self, shape: ModelSettings, config: ModelParallelConfig) -> None:
         super().__init__()
-        self.input_proj = nn.Linear(input_dim, hidden_size)
+        self.input_proj = nn.Linear(shape.input_dim, shape.hidden_size)
         self.blocks = nn.ModuleList(
-            ResidualBlock(hidden_size, ffn_hidden_size, config) for _ in range(num_layers)
+            [Block(shape.hidden_size, shape.ffn_hidden_size, config) for _ in range(shape.num_layers)]
         )
-        self.final_ln = nn.LayerNorm(hidden_size)
-        self.head = nn.Linear(hidden_size, output_dim)
+        self.final_ln = nn.LayerNorm(shape.hidden_size)
+        self.head = nn.Linear(shape.hidden_size, shape.output_dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.input_proj(x)
@@ -86,13 +84,6 @@ class SurrogateModel(nn.Module):
         return self.head(self.final_ln(h))
 
 
-def build_model(model_cfg: dict[str, Any], tensor_parallel_size: int) -> SurrogateModel:
-    """Build this rank's part of the model from the ``model`` config section."""
-    return SurrogateModel(
-        input_dim=model_cfg["input_dim"],
-        hidden_size=model_cfg["hidden_size"],
-        ffn_hidden_size=model_cfg["ffn_hidden_size"],
-        num_layers=model_cfg["num_layers"],
-        output_dim=model_cfg["output_dim"],
-        config=megatron_config(tensor_parallel_size),
-    )
+def build_model(shape: ModelSettings, tensor_parallel_size: int) -> SurrogateModel:
+    """This rank's part of the model."""
+    return SurrogateModel(shape, megatron_config(tensor_parallel_size))

@@ -1,118 +1,95 @@
-"""Tensor-parallel training entry point (one process per tensor-parallel rank).
+"""Training entry point: one process per tensor-parallel rank.
 
-    torchrun --standalone --nproc_per_node=2 -m surrogate.train --config configs/tp2.yaml [key=value ...]
+    torchrun --standalone --nproc_per_node=2 -m surrogate.train --config configs/tp2.yaml [section.key=value ...]
 
-Writes, under ``<output_dir>/<run_name>/``:
-  * ``config.yaml``        the resolved configuration;
-  * ``metrics.jsonl``      one JSON record per optimizer step (rank 0);
-  * ``checkpoints/final/`` the DeepSpeed checkpoint after the last step.
+Writes ``config.yaml``, ``metrics.jsonl`` (rank 0, one record per optimizer step) and the
+DeepSpeed checkpoint ``checkpoints/final/`` under ``<output_dir>/<run_name>/``.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import time
-from pathlib import Path
-from typing import IO, Any
+from typing import Any, TextIO
 
 import deepspeed
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
-import yaml
 
-from surrogate import parallel
-from surrogate.checkpoint import load_consolidated
-from surrogate.config import Config, load_config
-from surrogate.data import batches, load_dataset
+from surrogate import dist
+from surrogate.ckpt import restore
+from surrogate.config import RunSettings, as_yaml, settings_from_command_line
+from surrogate.dataset import Table
 from surrogate.model import build_model
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """Command line: ``--config PATH`` followed by ``key=value`` overrides."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, help="YAML run configuration")
-    parser.add_argument("overrides", nargs="*", help="dotted.key=value overrides")
-    return parser.parse_args(argv)
-
-
-def deepspeed_config(cfg: Config) -> dict[str, Any]:
-    """DeepSpeed engine settings derived from the run config (fp32, no accumulation)."""
+def engine_config(settings: RunSettings) -> dict[str, Any]:
+    """DeepSpeed settings: fp32, one micro-batch per step, the run's ZeRO stage and clipping."""
     return {
-        "train_micro_batch_size_per_gpu": cfg["data"]["batch_size"],
+        "train_micro_batch_size_per_gpu": settings.data.batch_size,
         "gradient_accumulation_steps": 1,
-        "gradient_clipping": float(cfg["deepspeed"]["gradient_clipping"]),
-        "zero_optimization": {"stage": cfg["deepspeed"]["zero_stage"]},
-        # plain SGD is not on DeepSpeed's list of ZeRO-tested optimizers
-        "zero_allow_untested_optimizer": True,
+        "gradient_clipping": settings.deepspeed.gradient_clipping,
+        "zero_optimization": {"stage": settings.deepspeed.zero_stage},
+        "zero_allow_untested_optimizer": True,  # plain SGD is not on ZeRO's tested list
         "steps_per_print": 10**9,
     }
 
 
-def build_engine(cfg: Config) -> deepspeed.DeepSpeedEngine:
-    """Model loaded from the consolidated checkpoint, wrapped in a DeepSpeed engine with SGD."""
-    model = build_model(cfg["model"], parallel.tp_size())
-    load_consolidated(model, cfg["model"]["init_checkpoint"], parallel.tp_rank(), parallel.tp_size())
-    model.to(parallel.device())
-    optimizer = torch.optim.SGD(model.parameters(), lr=float(cfg["train"]["lr"]))
-    engine, _, _, _ = deepspeed.initialize(
-        model=model, optimizer=optimizer, config=deepspeed_config(cfg), mpu=parallel.MegatronMPU
-    )
-    return engine
+class Trainer:
+    """A DeepSpeed engine around this rank's part of the model, trained with plain SGD."""
 
+    def __init__(self, settings: RunSettings, place: dist.Placement) -> None:
+        self.settings, self.place = settings, place
+        model = build_model(settings.model, place.tp_size)
+        restore(model, settings.model.init_checkpoint, place.tp_rank, place.tp_size)
+        model.to(place.device)
+        sgd = torch.optim.SGD(model.parameters(), lr=settings.train.lr)
+        self.engine, *_ = deepspeed.initialize(model=model, optimizer=sgd, config=engine_config(settings),
+                                               mpu=dist.mpu())
 
-def as_float(value: Any) -> float | None:
-    """A Python float from a tensor or number; None stays None."""
-    if value is None:
-        return None
-    return float(value.item() if isinstance(value, torch.Tensor) else value)
-
-
-def train(engine: deepspeed.DeepSpeedEngine, cfg: Config, log: IO[str] | None) -> None:
-    """Run ``train.steps`` SGD steps; rank 0 appends one metrics record per step."""
-    x, y = load_dataset(cfg["data"]["path"])
-    dev = parallel.device()
-    steps = cfg["train"]["steps"]
-    for step, (xb, yb) in enumerate(batches(x, y, cfg["data"]["batch_size"], steps)):
-        start = time.perf_counter()
-        loss = F.mse_loss(engine(xb.to(dev)), yb.to(dev))
-        engine.backward(loss)
-        engine.step()
-        record = {
-            "step": step,
+    def step(self, x: torch.Tensor, y: torch.Tensor) -> dict[str, Any]:
+        """Forward, backward and one optimizer step; the step's metrics record."""
+        started = time.perf_counter()
+        loss = F.mse_loss(self.engine(x.to(self.place.device)), y.to(self.place.device))
+        self.engine.backward(loss)
+        self.engine.step()
+        norm = self.engine.get_global_grad_norm()
+        return {
             "loss": loss.item(),
-            "grad_norm": as_float(engine.get_global_grad_norm()),
-            "lr": engine.get_lr()[0],
-            "step_time_s": time.perf_counter() - start,
+            "grad_norm": None if norm is None else float(norm),
+            "lr": self.engine.get_lr()[0],
+            "step_time_s": time.perf_counter() - started,
             "wall_time": time.time(),
         }
-        if log is not None:
-            log.write(json.dumps(record) + "\n")
-            log.flush()
-            if step % cfg["train"]["log_interval"] == 0 or step == steps - 1:
-                print(f"step {step:4d}  loss {record['loss']:.6f}  "
-                      f"grad_norm {record['grad_norm']}", flush=True)
+
+    def fit(self, table: Table, metrics: TextIO | None) -> None:
+        """``train.steps`` steps; rank 0 logs every one to ``metrics`` and some to the console."""
+        train = self.settings.train
+        for step in range(train.steps):
+            record = {"step": step, **self.step(*table.batch(step, self.settings.data.batch_size))}
+            if metrics is None:
+                continue
+            metrics.write(json.dumps(record) + "\n")
+            metrics.flush()
+            if step % train.log_interval == 0 or step == train.steps - 1:
+                print(f"step {step:4d}  loss {record['loss']:.6f}  grad_norm {record['grad_norm']}", flush=True)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Train with the given config and save the final checkpoint."""
-    args = parse_args(argv)
-    cfg = load_config(args.config, args.overrides)
-    parallel.init_distributed(cfg["parallel"]["tensor_model_parallel_size"])
-    run_dir = Path(cfg["output_dir"]) / cfg["run_name"]
-    is_rank0 = dist.get_rank() == 0
-    if is_rank0:
+def main() -> None:
+    settings = settings_from_command_line("tensor-parallel training of the surrogate")
+    place = dist.join(settings.parallel.tensor_model_parallel_size)
+    run_dir = settings.run_dir
+    if place.writes_logs:
         run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
-    engine = build_engine(cfg)
-    log = open(run_dir / "metrics.jsonl", "w", encoding="utf-8") if is_rank0 else None
-    try:
-        train(engine, cfg, log)
-    finally:
-        if log is not None:
-            log.close()
-    engine.save_checkpoint(str(run_dir / "checkpoints"), tag="final")
-    parallel.shutdown()
+        (run_dir / "config.yaml").write_text(as_yaml(settings), encoding="utf-8")
+    trainer = Trainer(settings, place)
+    table = Table(settings.data.path)
+    if place.writes_logs:
+        with open(run_dir / "metrics.jsonl", "w", encoding="utf-8") as metrics:
+            trainer.fit(table, metrics)
+    else:
+        trainer.fit(table, None)
+    trainer.engine.save_checkpoint(str(run_dir / "checkpoints"), tag="final")
+    dist.leave()
 
 
 if __name__ == "__main__":

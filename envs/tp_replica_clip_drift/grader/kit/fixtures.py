@@ -1,102 +1,76 @@
-"""Grader-owned inputs: the initial full weights and the training data.
+"""Starting weights and samples the grader owns, in the formats the workspace README documents.
 
-The grader, not the workspace, decides where training starts and what it sees, so a
-revision cannot move the reference by changing its own initialisation or data code. Pure
-functions of the scenario: the run kit writes them for the pipeline, the judge regenerates
-them for its reference and never reads them back from the run. Formats are the ones the
-workspace README documents (consolidated checkpoint, dataset dict of ``x``/``y``).
-
-Two flavors: ``grader`` (the default; larger LayerNorm/bias perturbations, a sine target)
-and ``prepare``, the recipe of the shipped ``emulator/prepare.py`` written out here, so a
-scenario can train on exactly the shipped initial weights and data without running the
-revision's own ``prepare``.
+Pure functions of the scenario: the run kit writes them for the pipeline (a consolidated
+checkpoint, and ``{"x", "y"}``), the judge rebuilds them for its reference and never reads them
+back from a run. The ``grader`` recipe perturbs LayerNorms and biases at 0.2 (their gradients
+then matter) and regresses ``sin(x P) + x[:, :out]^2 / 2``; ``prepare`` is ``emulator.prepare``
+as shipped, draw for draw, so ``seed = 1234`` reproduces the shipped files exactly.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from scenario import Scenario
 
-State = dict[str, torch.Tensor]
+Tensors = dict[str, torch.Tensor]
 
 
-@dataclass(frozen=True)
-class Inputs:
-    """Initial full (TP=1) weights and the dataset, in memory."""
+class Draws:
+    """One generator and a recipe's scales; ``shipped`` divides matrices by ``sqrt(fan_in)``
+    where the grader's recipe multiplies by its inverse (the two round differently)."""
 
-    init: State
-    x: torch.Tensor
-    y: torch.Tensor
+    def __init__(self, seed: int, scale: float, shipped: bool) -> None:
+        self.gen, self.scale, self.shipped = torch.Generator().manual_seed(seed), scale, shipped
+
+    def normal(self, *shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=self.gen)
+
+    def linear(self, out_features: int, in_features: int) -> tuple[torch.Tensor, torch.Tensor]:
+        matrix = self.normal(out_features, in_features)
+        matrix = matrix / in_features**0.5 if self.shipped else matrix * in_features**-0.5
+        return matrix, self.scale * self.normal(out_features)
+
+    def layernorm(self, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+        gain = 1 + self.scale * self.normal(width)
+        return gain, self.scale * self.normal(width)
 
 
-@dataclass(frozen=True)
-class InputFiles:
-    """Where the run reads its inputs."""
-
-    init_path: Path
-    data_path: Path
-
-
-def _layers(sc: Scenario) -> list[tuple[str, str, int, int]]:
-    """(kind, prefix, rows, cols) in the model's parameter order; LayerNorms have cols 0."""
+def starting_weights(sc: Scenario, draws: Draws) -> Tensors:
+    """Every parameter of the full model, drawn in the model's order."""
     h, f = sc.hidden_size, sc.ffn_hidden_size
-    layers = [("linear", "input_proj", h, sc.input_dim)]
+    layers = [("input_proj", draws.linear, (h, sc.input_dim))]
     for i in range(sc.num_layers):
-        layers += [("norm", f"blocks.{i}.ln", h, 0), ("linear", f"blocks.{i}.mlp.fc1", f, h),
-                   ("linear", f"blocks.{i}.mlp.fc2", h, f)]
-    return [*layers, ("norm", "final_ln", h, 0), ("linear", "head", sc.output_dim, h)]
+        layers += [(f"blocks.{i}.ln", draws.layernorm, (h,)), (f"blocks.{i}.mlp.fc1", draws.linear, (f, h)),
+                   (f"blocks.{i}.mlp.fc2", draws.linear, (h, f))]
+    layers += [("final_ln", draws.layernorm, (h,)), ("head", draws.linear, (sc.output_dim, h))]
+    weights: Tensors = {}
+    for prefix, draw, dims in layers:
+        weights[f"{prefix}.weight"], weights[f"{prefix}.bias"] = draw(*dims)
+    return weights
 
 
-def _weights(sc: Scenario, gen: torch.Generator, spread: float, divide: bool) -> State:
-    """Normal matrices scaled by ``fan_in ** -0.5``, ``spread``-sized biases and LayerNorm
-    perturbations. ``divide`` picks ``w / fan_in**0.5`` over ``w * fan_in**-0.5`` (the two
-    recipes round differently in the last bit)."""
-    state: State = {}
-    for kind, prefix, rows, cols in _layers(sc):
-        if kind == "linear":
-            w = torch.randn(rows, cols, generator=gen)
-            state[f"{prefix}.weight"] = w / cols**0.5 if divide else w * cols**-0.5
-            state[f"{prefix}.bias"] = spread * torch.randn(rows, generator=gen)
-        else:
-            state[f"{prefix}.weight"] = 1 + spread * torch.randn(rows, generator=gen)
-            state[f"{prefix}.bias"] = spread * torch.randn(rows, generator=gen)
-    return state
+def build(sc: Scenario) -> tuple[Tensors, torch.Tensor, torch.Tensor]:
+    """(starting weights, features, targets) of ``sc.samples`` samples."""
+    n, d_in, d_out = sc.samples, sc.input_dim, sc.output_dim
+    if sc.fixtures == "prepare":
+        draws = Draws(sc.seed, 0.1, shipped=True)
+        weights = starting_weights(sc, draws)
+        x = draws.normal(n, d_in)
+        teacher_in = draws.normal(d_in, 4 * d_in) / d_in**0.5
+        teacher_out = draws.normal(4 * d_in, d_out) / (4 * d_in) ** 0.5
+        return weights, x, torch.tanh(x @ teacher_in) @ teacher_out + 0.05 * draws.normal(n, d_out)
+    weights = starting_weights(sc, Draws(1_000_003 * sc.seed + 17, 0.2, shipped=False))
+    data = Draws(2_000_029 * sc.seed + 5, 0.0, shipped=False)
+    x = data.normal(n, d_in)
+    return weights, x, torch.sin(x @ data.normal(d_in, d_out)) + 0.5 * x[:, :d_out] ** 2
 
 
-def _grader_inputs(sc: Scenario) -> Inputs:
-    """The grader's generator: sine-of-projection targets plus a square term."""
-    init = _weights(sc, torch.Generator().manual_seed(1_000_003 * sc.seed + 17), 0.2, divide=False)
-    gen = torch.Generator().manual_seed(2_000_029 * sc.seed + 5)
-    x = torch.randn(sc.steps * sc.batch_size, sc.input_dim, generator=gen)
-    proj = torch.randn(sc.input_dim, sc.output_dim, generator=gen)
-    y = torch.sin(x @ proj) + 0.5 * x[:, : sc.output_dim] ** 2
-    return Inputs(init=init, x=x, y=y)
-
-
-def _prepare_inputs(sc: Scenario) -> Inputs:
-    """The shipped ``emulator.prepare`` recipe: one generator seeded with ``seed``, weights
-    first, then features and a two-layer tanh teacher with a little noise."""
-    gen = torch.Generator().manual_seed(sc.seed)
-    init = _weights(sc, gen, 0.1, divide=True)
-    d_in, d_out = sc.input_dim, sc.output_dim
-    x = torch.randn(sc.steps * sc.batch_size, d_in, generator=gen)
-    w1 = torch.randn(d_in, 4 * d_in, generator=gen) / d_in**0.5
-    w2 = torch.randn(4 * d_in, d_out, generator=gen) / (4 * d_in) ** 0.5
-    y = torch.tanh(x @ w1) @ w2 + 0.05 * torch.randn(x.shape[0], d_out, generator=gen)
-    return Inputs(init=init, x=x, y=y)
-
-
-def make_inputs(sc: Scenario) -> Inputs:
-    """Exactly ``steps * batch_size`` rows, so no batch wraps around."""
-    return _prepare_inputs(sc) if sc.fixtures == "prepare" else _grader_inputs(sc)
-
-
-def write_inputs(inputs: Inputs, directory: Path) -> InputFiles:
-    """Save the inputs in the README formats where the run will read them."""
-    directory.mkdir(parents=True, exist_ok=True)
-    files = InputFiles(init_path=directory / "init.pt", data_path=directory / "data.pt")
-    torch.save(inputs.init, files.init_path)
-    torch.save({"x": inputs.x, "y": inputs.y}, files.data_path)
-    return files
+def save(sc: Scenario, folder: Path) -> dict[str, Path]:
+    """Write the scenario's inputs; where each went (``"init"``, ``"data"``)."""
+    weights, x, y = build(sc)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"init": folder / "init.pt", "data": folder / "data.pt"}
+    torch.save(weights, paths["init"])
+    torch.save({"x": x, "y": y}, paths["data"])
+    return paths

@@ -1,74 +1,63 @@
-"""Write a synthetic dataset and a consolidated initial checkpoint for a config.
+"""Synthetic samples and the consolidated initial checkpoint for a run file.
 
     python -m emulator.prepare --config configs/tp2.yaml [key=value ...]
 
-Targets come from a random "teacher" network with a set seed, so the regression task is learnable.
-Both files depend only on ``seed`` and the ``model``/``data`` sections, never on the
-tensor-parallel size, which is what lets runs at different sizes be compared.
+Everything is drawn from one generator seeded with ``seed``: first the weights, parameter by
+parameter in the model's order (weight matrices ``N(0, 1) / sqrt(fan_in)``, biases
+``0.1 N(0, 1)``, LayerNorm weights ``1 + 0.1 N(0, 1)``), then ``train_iters x micro_batch_size``
+feature rows ``N(0, 1)``, then a random two-layer tanh teacher (``W1 / sqrt(d_in)``,
+``W2 / sqrt(4 d_in)``) and the noise (``0.05 N(0, 1)``) added to its outputs. The tensor-parallel
+size is not an input: every size trains from the same files.
 """
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 import torch
 
-from emulator import layout
-from emulator.config import load_config
+from emulator.arguments import parse_args
+from emulator.partition import is_replicated
 
 
-def init_weights(model_cfg: dict[str, Any], gen: torch.Generator) -> dict[str, torch.Tensor]:
-    """Full (TP=1) initial weights: scaled normal matrices, small random biases and norms."""
-    d_in, h, f = model_cfg["input_dim"], model_cfg["hidden_size"], model_cfg["ffn_hidden_size"]
-    d_out = model_cfg["output_dim"]
+def consolidated_init(args: argparse.Namespace, gen: torch.Generator) -> dict[str, torch.Tensor]:
+    h, f = args.hidden_size, args.ffn_hidden_size
+    state: dict[str, torch.Tensor] = {}
 
-    def linear(stem: str, fan_out: int, fan_in: int) -> dict[str, torch.Tensor]:
-        return {f"{stem}.weight": torch.randn(fan_out, fan_in, generator=gen) / fan_in**0.5,
-                f"{stem}.bias": 0.1 * torch.randn(fan_out, generator=gen)}
+    def linear(name: str, fan_in: int, fan_out: int) -> None:
+        state[f"{name}.weight"] = torch.randn(fan_out, fan_in, generator=gen) / fan_in**0.5
+        state[f"{name}.bias"] = 0.1 * torch.randn(fan_out, generator=gen)
 
-    def norm(stem: str) -> dict[str, torch.Tensor]:
-        return {f"{stem}.weight": 1 + 0.1 * torch.randn(h, generator=gen),
-                f"{stem}.bias": 0.1 * torch.randn(h, generator=gen)}
+    def layernorm(name: str) -> None:
+        state[f"{name}.weight"] = 1 + 0.1 * torch.randn(h, generator=gen)
+        state[f"{name}.bias"] = 0.1 * torch.randn(h, generator=gen)
 
-    state = linear("input_proj", h, d_in)
-    for i in range(model_cfg["num_layers"]):
-        state |= norm(f"blocks.{i}.ln")
-        state |= linear(f"blocks.{i}.mlp.fc1", f, h)
-        state |= linear(f"blocks.{i}.mlp.fc2", h, f)
-    state |= norm("final_ln")
-    state |= linear("head", d_out, h)
+    linear("input_proj", args.input_dim, h)
+    for layer in range(args.num_layers):
+        layernorm(f"blocks.{layer}.ln")
+        linear(f"blocks.{layer}.mlp.fc1", h, f)
+        linear(f"blocks.{layer}.mlp.fc2", f, h)
+    layernorm("final_ln")
+    linear("head", h, args.output_dim)
     return state
 
 
-def synthetic_data(model_cfg: dict[str, Any], rows: int, gen: torch.Generator) -> dict[str, torch.Tensor]:
-    """Features ~ N(0, 1); targets from a random two-layer tanh teacher plus a little noise."""
-    d_in, d_out = model_cfg["input_dim"], model_cfg["output_dim"]
-    x = torch.randn(rows, d_in, generator=gen)
-    w1 = torch.randn(d_in, 4 * d_in, generator=gen) / d_in**0.5
-    w2 = torch.randn(4 * d_in, d_out, generator=gen) / (4 * d_in) ** 0.5
-    y = torch.tanh(x @ w1) @ w2 + 0.05 * torch.randn(rows, d_out, generator=gen)
-    return {"x": x, "y": y}
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Write ``data.path`` and ``model.init_checkpoint`` for the given config."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True)
-    parser.add_argument("overrides", nargs="*")
-    args = parser.parse_args(argv)
-    cfg = load_config(args.config, args.overrides)
-    gen = torch.Generator().manual_seed(cfg["seed"])
-    weights = init_weights(cfg["model"], gen)
-    rows = cfg["data"]["batch_size"] * cfg["train"]["steps"]
-    data = synthetic_data(cfg["model"], rows, gen)
-    for path, blob in ((cfg["model"]["init_checkpoint"], weights), (cfg["data"]["path"], data)):
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        torch.save(blob, path)
-        print(f"wrote {path}")
-    sharded = sorted(n for n in weights if layout.partition_dim(n) is not None)
-    print(f"{len(weights)} tensors, {len(sharded)} split across tensor-parallel ranks")
+def synthetic_samples(args: argparse.Namespace, gen: torch.Generator) -> dict[str, torch.Tensor]:
+    count, width = args.train_iters * args.micro_batch_size, 4 * args.input_dim
+    x = torch.randn(count, args.input_dim, generator=gen)
+    w1 = torch.randn(args.input_dim, width, generator=gen).div_(args.input_dim**0.5)
+    w2 = torch.randn(width, args.output_dim, generator=gen).div_(width**0.5)
+    noise = torch.randn(count, args.output_dim, generator=gen).mul_(0.05)
+    return {"x": x, "y": torch.tanh(x @ w1) @ w2 + noise}
 
 
 if __name__ == "__main__":
-    main()
+    args = parse_args("write a run file's samples and initial checkpoint")
+    gen = torch.Generator().manual_seed(args.seed)
+    init = consolidated_init(args, gen)
+    outputs = {args.load: init, args.data_path: synthetic_samples(args, gen)}
+    for path, blob in outputs.items():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        torch.save(blob, path)
+        print(f"wrote {path}")
+    print(f"{len(init)} tensors, {sum(not is_replicated(n) for n in init)} partitioned across tensor-parallel ranks")

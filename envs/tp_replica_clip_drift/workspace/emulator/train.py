@@ -1,132 +1,112 @@
-"""Tensor-parallel training entry point (one process per tensor-parallel rank).
+"""Pretraining entry point, one process per tensor-parallel rank.
 
     torchrun --standalone --nproc_per_node=2 -m emulator.train --config configs/tp2.yaml [key=value ...]
 
-Writes, under ``<output_dir>/<run_name>/``:
-  * ``config.yaml``        the resolved configuration;
-  * ``metrics.jsonl``      one JSON record per optimizer step (rank 0);
-  * ``checkpoints/final/`` the DeepSpeed checkpoint after the last step.
+Outputs under ``<output_dir>/<run_name>/``: ``config.yaml`` (the resolved run file),
+``metrics.jsonl`` (rank 0, one record per iteration) and the DeepSpeed checkpoint
+``checkpoints/final/``.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, TextIO
 
 import deepspeed
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 import yaml
 
-from emulator import optim, parallel
-from emulator.checkpoint import load_consolidated
-from emulator.config import Config, load_config
-from emulator.data import batches, load_dataset
-from emulator.model import build_model
+from emulator import mpu, optim
+from emulator.arguments import get_args, parse_args, run_file_view, set_args
+from emulator.checkpointing import load_consolidated_checkpoint
+from emulator.initialize import finalize, initialize_megatron
+from emulator.model import model_provider
+from emulator.training_data import train_data_iterator
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """Command line: ``--config PATH`` followed by ``key=value`` overrides."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, help="YAML run configuration")
-    parser.add_argument("overrides", nargs="*", help="dotted.key=value overrides")
-    return parser.parse_args(argv)
-
-
-def deepspeed_config(cfg: Config) -> dict[str, Any]:
-    """DeepSpeed engine settings derived from the run config (no accumulation).
-
-    With ``deepspeed.bf16`` the model trains in bf16 with fp32 master weights and fp32
-    gradient accumulation, which DeepSpeed runs through its BF16 optimizer (ZeRO stage 1).
-    """
-    bf16 = bool(cfg["deepspeed"]["bf16"])
-    return {
-        "train_micro_batch_size_per_gpu": cfg["data"]["batch_size"],
+def get_deepspeed_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The engine's config. With ``args.bf16`` DeepSpeed computes in bf16 with fp32 masters
+    and fp32 gradient accumulation (its BF16 optimizer at ZeRO stage 1)."""
+    config: dict[str, Any] = {
+        "train_micro_batch_size_per_gpu": args.micro_batch_size,
         "gradient_accumulation_steps": 1,
-        "gradient_clipping": float(cfg["deepspeed"]["gradient_clipping"]),
-        "bf16": {"enabled": bf16},
-        "data_types": {"grad_accum_dtype": "fp32"} if bf16 else {},
-        "zero_optimization": {"stage": cfg["deepspeed"]["zero_stage"]},
-        # plain SGD is not on DeepSpeed's list of ZeRO-tested optimizers
-        "zero_allow_untested_optimizer": True,
+        "gradient_clipping": float(args.clip_grad),
+        "bf16": {"enabled": bool(args.bf16)},
+        "zero_optimization": {"stage": args.zero_stage},
+        "zero_allow_untested_optimizer": True,  # SGD is not on ZeRO's list
         "steps_per_print": 10**9,
     }
+    if args.bf16:
+        config["data_types"] = {"grad_accum_dtype": "fp32"}
+    return config
 
 
-def model_dtype(cfg: Config) -> torch.dtype:
-    """The dtype the model computes in."""
-    return torch.bfloat16 if cfg["deepspeed"]["bf16"] else torch.float32
-
-
-def build_engine(cfg: Config) -> deepspeed.DeepSpeedEngine:
-    """Model loaded from the consolidated checkpoint, wrapped in a DeepSpeed engine with SGD."""
-    model = build_model(cfg["model"], parallel.tp_size())
-    load_consolidated(model, cfg["model"]["init_checkpoint"], parallel.tp_rank(), parallel.tp_size())
-    model.to(device=parallel.device(), dtype=model_dtype(cfg))
+def setup_model_and_optimizer(args: argparse.Namespace) -> deepspeed.DeepSpeedEngine:
+    """The model (loaded from the consolidated checkpoint, in the training dtype) inside a
+    DeepSpeed engine, with SGD."""
+    model = model_provider(args)
+    load_consolidated_checkpoint(model, args)
+    model.to(device=args.device, dtype=args.params_dtype)
     optim.install()
-    optimizer = torch.optim.SGD(model.parameters(), lr=float(cfg["train"]["lr"]))
-    engine, _, _, _ = deepspeed.initialize(
-        model=model, optimizer=optimizer, config=deepspeed_config(cfg), mpu=parallel.MegatronMPU
-    )
+    sgd = torch.optim.SGD(model.parameters(), lr=float(args.lr))
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=sgd, config=get_deepspeed_config(args), mpu=mpu)
     return engine
 
 
-def as_float(value: Any) -> float | None:
-    """A Python float from a tensor or number; None stays None."""
-    if value is None:
-        return None
-    return float(value.item() if isinstance(value, torch.Tensor) else value)
+def train_step(engine: deepspeed.DeepSpeedEngine, features: torch.Tensor, targets: torch.Tensor) -> float:
+    """One iteration; the loss is the fp32 mean squared error of the model's output."""
+    args = get_args()
+    output = engine(features.to(args.device, args.params_dtype))
+    loss = F.mse_loss(output.float(), targets.to(args.device))
+    engine.backward(loss)
+    engine.step()
+    return loss.item()
 
 
-def train(engine: deepspeed.DeepSpeedEngine, cfg: Config, log: IO[str] | None) -> None:
-    """Run ``train.steps`` SGD steps; rank 0 appends one metrics record per step."""
-    x, y = load_dataset(cfg["data"]["path"])
-    dev, dtype = parallel.device(), model_dtype(cfg)
-    steps = cfg["train"]["steps"]
-    for step, (xb, yb) in enumerate(batches(x, y, cfg["data"]["batch_size"], steps)):
-        start = time.perf_counter()
-        # inputs in the model's dtype; the loss is computed in fp32
-        loss = F.mse_loss(engine(xb.to(dev, dtype)).float(), yb.to(dev))
-        engine.backward(loss)
-        engine.step()
+def training_log(iteration: int, record: dict[str, Any], log: TextIO) -> None:
+    args = get_args()
+    log.write(json.dumps(record) + "\n")
+    log.flush()
+    if iteration % args.log_interval == 0 or iteration == args.train_iters - 1:
+        print(f"step {iteration:4d}  loss {record['loss']:.6f}  grad_norm {record['grad_norm']}", flush=True)
+
+
+def pretrain(engine: deepspeed.DeepSpeedEngine, log: TextIO | None) -> None:
+    for iteration, (features, targets) in enumerate(train_data_iterator(get_args())):
+        started = time.perf_counter()
+        loss = train_step(engine, features, targets)
+        norm = engine.get_global_grad_norm()
         record = {
-            "step": step,
-            "loss": loss.item(),
-            "grad_norm": as_float(engine.get_global_grad_norm()),
+            "step": iteration,
+            "loss": loss,
+            "grad_norm": None if norm is None else float(norm),
             "lr": engine.get_lr()[0],
-            "step_time_s": time.perf_counter() - start,
+            "step_time_s": time.perf_counter() - started,
             "wall_time": time.time(),
         }
         if log is not None:
-            log.write(json.dumps(record) + "\n")
-            log.flush()
-            if step % cfg["train"]["log_interval"] == 0 or step == steps - 1:
-                print(f"step {step:4d}  loss {record['loss']:.6f}  "
-                      f"grad_norm {record['grad_norm']}", flush=True)
+            training_log(iteration, record, log)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Train with the given config and save the final checkpoint."""
-    args = parse_args(argv)
-    cfg = load_config(args.config, args.overrides)
-    parallel.init_distributed(cfg["parallel"]["tensor_model_parallel_size"])
-    run_dir = Path(cfg["output_dir"]) / cfg["run_name"]
-    is_rank0 = dist.get_rank() == 0
-    if is_rank0:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
-    engine = build_engine(cfg)
-    log = open(run_dir / "metrics.jsonl", "w", encoding="utf-8") if is_rank0 else None
-    try:
-        train(engine, cfg, log)
-    finally:
-        if log is not None:
-            log.close()
-    engine.save_checkpoint(str(run_dir / "checkpoints"), tag="final")
-    parallel.shutdown()
+def main() -> None:
+    args = parse_args(__doc__.splitlines()[0])
+    args.params_dtype = torch.bfloat16 if args.bf16 else torch.float32
+    set_args(args)
+    initialize_megatron(args)
+    save = Path(args.output_dir) / args.run_name
+    if args.rank == 0:
+        save.mkdir(parents=True, exist_ok=True)
+        (save / "config.yaml").write_text(yaml.safe_dump(run_file_view(args), sort_keys=False), encoding="utf-8")
+    engine = setup_model_and_optimizer(args)
+    with contextlib.ExitStack() as files:
+        log = files.enter_context(open(save / "metrics.jsonl", "w", encoding="utf-8")) if args.rank == 0 else None
+        pretrain(engine, log)
+    engine.save_checkpoint(str(save / "checkpoints"), tag="final")
+    finalize()
 
 
 if __name__ == "__main__":

@@ -1,39 +1,29 @@
-"""One frozen scenario of TrainFail/ZeroBoundaryMicrobatch-v0, as the gym's scenario request gives it.
+"""One frozen scenario of TrainFail/ZeroBoundaryMicrobatch-v1 (public: the run phase reads it too).
 
-Pure data: shared by the run kit (what to launch) and the judge (what to expect). Nothing here
-is private: the run phase reads the same request from ``/io/scenarios.json``.
+``devices`` is the number of data-parallel ranks torchrun starts. Every field has the base
+scenario's value as its default; ``grader/scenarios.toml`` overrides them by name.
 """
 from __future__ import annotations
 
-import json
-import re
-from dataclasses import dataclass, fields
-from pathlib import Path
-from typing import Any
+import math
+from dataclasses import dataclass
 
-#: Scenario names become file and folder names on both sides.
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-#: Initial-weight and data generators (``fixtures.py``).
+from scenario_base import ScenarioBase, size_limit  # the harness library
+
 FIXTURE_FLAVORS = ("grader", "prepare")
-#: How rank shards of a global batch relate: their own rows, or one shard repeated on every rank.
+#: ``identical``: every rank's slice of a global batch is a copy of rank 0's (the healthy control).
 SHARD_KINDS = ("distinct", "identical")
+#: The ZeRO stages DeepSpeed runs with bf16 weights and fp32 accumulation (stage 0 refuses the mix).
+ZERO_STAGES = (1, 2)
 
 
 @dataclass(frozen=True)
-class Scenario:
-    """Topology, split of the global batch, inputs and pass thresholds of one scenario.
+class Scenario(ScenarioBase):
+    """Split of the global batch, documented options, inputs and tolerances of one scenario."""
 
-    Every field below ``backend`` may be set from the scenario's ``params`` table; the defaults
-    are the base values. ``devices`` is the data-parallel world size.
-    """
-
-    name: str
-    kind: str
-    devices: int
-    backend: str
+    run_timeout_s: float = 300.0
     seed: int = 11
-    #: ``grader``: the grader's own generator; ``prepare``: the shipped ``surrogate.prepare``
-    #: recipe (so the shipped seed gives the shipped initial weights and data).
+    #: ``grader``: the grader's own draw; ``prepare``: the shipped ``surrogate.prepare`` recipe.
     fixtures: str = "grader"
     shards: str = "distinct"
     micro_batch: int = 4
@@ -41,39 +31,38 @@ class Scenario:
     row_scale: int = 1
     accumulation: int = 4
     steps: int = 8
+    #: Rows of the dataset file; 0: exactly ``steps`` global batches. Fewer rows make global
+    #: batches wrap around the end of the file (the README's rule), some straddling it.
+    rows: int = 0
     lr: float = 0.2
     input_dim: int = 16
     hidden_size: int = 64
     num_layers: int = 2
     output_dim: int = 8
-    #: Largest relative L2 error of the gradient an optimizer step applies, against the judge's
-    #: float64 gradient of the global-batch mean loss at the step's weights (grader/README.md
-    #: gives the measured figures behind it).
+    #: Documented options: ``precision.bf16``, ``deepspeed.zero_stage``, ``deepspeed.gradient_clipping``.
+    bf16: bool = True
+    zero_stage: int = 1
+    gradient_clipping: float = 0.0
+    #: ``parallel.data_parallel_size`` written in the config; 0: the rank count torchrun starts.
+    #: Any other value must differ from it (training takes its rank count from the process group).
+    config_ranks: int = 0
+    #: ``train.log_interval``; 0: the config's own (console output only).
+    log_interval: int = 0
+    #: Largest relative L2 of the gradient a step applies against the judge's float64 gradient.
     grad_rtol: float = 2e-2
     #: Largest |recorded weight - replayed SGD step| (fp32; the replay is exact in practice).
     replay_atol: float = 1e-6
-    run_timeout_s: float = 300.0
 
-    def __post_init__(self) -> None:
-        if not NAME_RE.match(self.name):
-            raise ValueError(f"scenario name {self.name!r} is not a plain file name")
-        if self.fixtures not in FIXTURE_FLAVORS:
-            raise ValueError(f"fixtures must be one of {FIXTURE_FLAVORS}, not {self.fixtures!r}")
-        if self.shards not in SHARD_KINDS:
-            raise ValueError(f"shards must be one of {SHARD_KINDS}, not {self.shards!r}")
-        if min(self.devices, self.micro_batch, self.row_scale, self.accumulation, self.steps, self.num_layers) < 1:
-            raise ValueError("devices, micro_batch, row_scale, accumulation, steps and num_layers must be positive")
-
-    @classmethod
-    def from_request(cls, raw: dict[str, Any]) -> Scenario:
-        """Build from ``{"name", "kind", "devices", "backend", "params": {...}}``."""
-        known = {f.name for f in fields(cls)}
-        params = raw.get("params", {})
-        unknown = set(params) - known
-        if unknown:
-            raise ValueError(f"unknown scenario params: {sorted(unknown)}")
-        return cls(name=raw["name"], kind=raw["kind"], devices=int(raw["devices"]),
-                   backend=raw.get("backend", "gloo"), **params)
+    def validate(self) -> None:
+        if self.fixtures not in FIXTURE_FLAVORS or self.shards not in SHARD_KINDS or self.zero_stage not in ZERO_STAGES:
+            raise ValueError(f"fixtures {self.fixtures!r}, shards {self.shards!r}, zero_stage {self.zero_stage} "
+                             f"not in {FIXTURE_FLAVORS}, {SHARD_KINDS}, {ZERO_STAGES}")
+        if min(self.micro_batch, self.row_scale, self.accumulation, self.steps, self.num_layers) < 1:
+            raise ValueError("micro_batch, row_scale, accumulation, steps and num_layers must be positive")
+        if self.rows and (self.rows < self.global_batch or self.shards == "identical"):
+            raise ValueError(f"rows={self.rows}: at least one {self.global_batch}-row global batch, distinct shards")
+        if self.config_ranks == self.devices:
+            raise ValueError("config_ranks equal to the rank count is the default (0)")
 
     @property
     def micro_rows(self) -> int:
@@ -82,44 +71,28 @@ class Scenario:
 
     @property
     def global_batch(self) -> int:
-        """Rows one optimizer step consumes: micro-batch x accumulation x ranks."""
         return self.micro_rows * self.accumulation * self.devices
+
+    @property
+    def dataset_rows(self) -> int:
+        return self.rows or self.global_batch * self.steps
 
     @property
     def shapes(self) -> list[tuple[str, tuple[int, ...]]]:
         """Parameter names and shapes in the model's order (the workspace README's model)."""
         dims = [self.input_dim] + [self.hidden_size] * self.num_layers + [self.output_dim]
-        out: list[tuple[str, tuple[int, ...]]] = []
-        for i in range(len(dims) - 1):
-            out += [(f"net.{2 * i}.weight", (dims[i + 1], dims[i])), (f"net.{2 * i}.bias", (dims[i + 1],))]
-        return out
+        return [(f"net.{2 * i}.{kind}", (fan_out, fan_in) if kind == "weight" else (fan_out,))
+                for i, (fan_in, fan_out) in enumerate(zip(dims, dims[1:], strict=False)) for kind in ("weight", "bias")]
 
     @property
     def parameter_count(self) -> int:
-        """Parameters of the model."""
-        total = 0
-        for _, shape in self.shapes:
-            n = 1
-            for d in shape:
-                n *= d
-            total += n
-        return total
+        return sum(math.prod(shape) for _, shape in self.shapes)
 
     @property
     def state_limit_bytes(self) -> int:
-        """The most the saved fp32 model may weigh: twice the model, never under 16 MiB."""
-        return max(16 << 20, 8 * self.parameter_count)
+        return size_limit(self.parameter_count)
 
     @property
     def record_limit_bytes(self) -> int:
-        """The most one rank's observer record may weigh: weights and gradient for every step
-        plus the final weights, all fp32, doubled for overhead; never under 16 MiB."""
-        return max(16 << 20, 8 * (2 * self.steps + 1) * self.parameter_count)
-
-
-def read_requests(path: Path) -> list[dict[str, Any]]:
-    """The scenario requests of ``scenarios.json`` (a JSON list of objects)."""
-    raw = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(raw, list) or not all(isinstance(r, dict) for r in raw):
-        raise ValueError(f"{path}: expected a JSON list of scenario objects")
-    return raw
+        """Weights and gradient of every step plus the final weights, fp32, with room to spare."""
+        return size_limit((2 * self.steps + 1) * self.parameter_count)

@@ -1,39 +1,49 @@
-"""Training data: a ``torch.save``d dict ``{"x": [N, input_dim], "y": [N, output_dim]}``.
+"""Which rows of the dataset file each rank trains on, step by step.
 
-Step ``i`` consumes the global batch of ``G = micro_batch_size x gradient_accumulation_steps x
-world_size`` rows ``[i*G, (i+1)*G)`` (file order, wrapping around at the end of the file). Rank
-``r`` takes the contiguous shard ``[r*G/W, (r+1)*G/W)`` of it and walks that shard in
-``gradient_accumulation_steps`` micro-batches of ``micro_batch_size`` rows. No shuffling: a run
-is a pure function of its files and config.
+The file is ``torch.save({"x": [N, input_dim], "y": [N, output_dim]})``. A step consumes one
+global batch of ``G = micro x accumulation x world`` rows, in file order and wrapping around
+the end of the file: step ``i`` reads rows ``i*G .. i*G + G - 1`` (modulo ``N``). Rank ``r``
+owns the ``r``-th contiguous slice of ``micro x accumulation`` of them and trains on it as
+``accumulation`` micro-batches of ``micro`` rows, first to last. Nothing is shuffled.
 """
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-Batch = tuple[torch.Tensor, torch.Tensor]
+
+def read_table(path: str | Path) -> tuple[torch.Tensor, torch.Tensor]:
+    """Features and targets of the dataset file, as float32."""
+    table = torch.load(path, map_location="cpu", weights_only=True)
+    features, targets = table["x"].float(), table["y"].float()
+    if len(features) != len(targets):
+        raise ValueError(f"{path}: {len(features)} feature rows for {len(targets)} target rows")
+    return features, targets
 
 
-def load_dataset(path: str | Path) -> Batch:
-    """Read the feature and target tensors."""
-    blob = torch.load(path, map_location="cpu", weights_only=True)
-    x, y = blob["x"].float(), blob["y"].float()
-    if x.shape[0] != y.shape[0]:
-        raise ValueError(f"{path}: {x.shape[0]} feature rows but {y.shape[0]} target rows")
-    return x, y
+@dataclass(frozen=True)
+class RankSlice:
+    """One rank's view of the global batches."""
 
+    features: torch.Tensor
+    targets: torch.Tensor
+    micro: int
+    accumulation: int
+    rank: int
+    world: int
 
-def micro_batches(x: torch.Tensor, y: torch.Tensor, step: int, micro_batch_size: int, accumulation: int,
-                  rank: int, world_size: int) -> Iterator[Batch]:
-    """This rank's micro-batches of optimizer step ``step``, in order."""
-    n = x.shape[0]
-    shard = micro_batch_size * accumulation
-    global_batch = shard * world_size
-    if global_batch > n:
-        raise ValueError(f"a global batch of {global_batch} rows exceeds the {n} rows of the dataset")
-    start = step * global_batch + rank * shard
-    for m in range(accumulation):
-        idx = (torch.arange(micro_batch_size) + start + m * micro_batch_size) % n
-        yield x[idx], y[idx]
+    def __post_init__(self) -> None:
+        need = self.micro * self.accumulation * self.world
+        if need > len(self.features):
+            raise ValueError(f"a global batch of {need} rows is larger than the {len(self.features)}-row dataset")
+
+    def micro_batches(self, step: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """This rank's micro-batches of optimizer step ``step``, in order."""
+        own = self.micro * self.accumulation
+        first = (step * self.world + self.rank) * own
+        for k in range(self.accumulation):
+            rows = (first + k * self.micro + torch.arange(self.micro)) % len(self.features)
+            yield self.features[rows], self.targets[rows]

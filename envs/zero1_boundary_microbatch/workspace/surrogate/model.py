@@ -9,34 +9,29 @@ Parameter names are ``net.<i>.weight`` / ``net.<i>.bias`` for the linear layers,
 """
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from torch import nn
 
-
-def build_model(model_cfg: dict[str, Any]) -> nn.Module:
-    """A freshly initialised network for the ``model`` config section."""
-    d_in, hidden = model_cfg["input_dim"], model_cfg["hidden_size"]
-    layers: list[nn.Module] = [nn.Linear(d_in, hidden), nn.Tanh()]
-    for _ in range(model_cfg["num_layers"] - 1):
-        layers += [nn.Linear(hidden, hidden), nn.Tanh()]
-    layers.append(nn.Linear(hidden, model_cfg["output_dim"]))
-    return Surrogate(nn.Sequential(*layers))
+from surrogate.options import ModelShape
 
 
 class Surrogate(nn.Module):
-    """Wraps the layer stack so parameter names read ``net.<i>.weight``."""
+    """The layer stack, kept as ``net`` so parameter names read ``net.<i>.weight``."""
 
-    def __init__(self, net: nn.Sequential) -> None:
+    def __init__(self, shape: ModelShape) -> None:
         super().__init__()
-        self.net = net
+        widths = [shape.input_dim, *[shape.hidden_size] * shape.num_layers]
+        layers: list[nn.Module] = []
+        for fan_in, fan_out in zip(widths, widths[1:] + [shape.output_dim]):
+            layers.append(nn.Linear(fan_in, fan_out))
+            if len(layers) < 2 * len(widths) - 1:
+                layers.append(nn.Tanh())
+        self.net = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
 
 
 def load_weights(model: nn.Module, path: str) -> None:
-    """Load a ``torch.save``d state dict (fp32) into the model; every name must match."""
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    model.load_state_dict(state, strict=True)
+    """Load a ``torch.save``d fp32 state dict; every name must match."""
+    model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True), strict=True)

@@ -1,11 +1,12 @@
-"""Write a synthetic dataset and an initial checkpoint for a config.
+"""Synthetic simulator samples and the initial weights, for one config.
 
-    python -m surrogate.prepare --config configs/dp2.yaml [key=value ...]
+    python -m surrogate.prepare --config configs/dp2.yaml [section.field=value ...]
 
-Targets come from a random "teacher" network with a set seed, so the regression task is
-learnable. Both files depend only on ``seed`` and the ``model``/``data``/``train`` sections'
-sizes, never on how a global batch is split into ranks and micro-batches, which is what lets
-equivalent configurations be compared.
+The targets come from a fixed random "teacher" (a tanh layer and a linear read-out, plus a
+little noise), so the regression is learnable. The weights are the model's own default
+initialisation under ``seed``; the samples are drawn from ``seed + 1``. The file holds exactly
+``train.steps`` global batches; nothing depends on how a global batch is split across ranks
+and micro-batches beyond its size, which is what makes equivalent configs comparable.
 """
 from __future__ import annotations
 
@@ -14,32 +15,35 @@ from pathlib import Path
 
 import torch
 
-from surrogate.config import load_config
-from surrogate.model import build_model
+from surrogate.model import Surrogate
+from surrogate.options import Options, load_options
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Write ``data.path`` and ``model.init_checkpoint`` for the given config."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def samples(options: Options) -> dict[str, torch.Tensor]:
+    """``train.steps`` global batches of (input, simulator output) pairs."""
+    split = options.data
+    count = split.micro_batch_size * split.gradient_accumulation_steps * options.parallel.data_parallel_size
+    count *= options.train.steps
+    d_in, d_out = options.model.input_dim, options.model.output_dim
+    rng = torch.Generator().manual_seed(options.seed + 1)
+    shapes = ((count, d_in), (d_in, 4 * d_in), (4 * d_in, d_out), (count, d_out))
+    x, hidden, readout, noise = (torch.randn(*shape, generator=rng) for shape in shapes)
+    teacher = torch.tanh(x @ (hidden / d_in**0.5)) @ (readout / (4 * d_in) ** 0.5)
+    return {"x": x, "y": teacher + 0.05 * noise}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="write the dataset and the initial weights of a config")
     parser.add_argument("--config", required=True)
     parser.add_argument("overrides", nargs="*")
-    args = parser.parse_args(argv)
-    cfg = load_config(args.config, args.overrides)
-    torch.manual_seed(cfg["seed"])
-    weights = build_model(cfg["model"]).state_dict()
-    gen = torch.Generator().manual_seed(cfg["seed"] + 1)
-    d_in, d_out = cfg["model"]["input_dim"], cfg["model"]["output_dim"]
-    data_cfg = cfg["data"]
-    rows = (data_cfg["micro_batch_size"] * data_cfg["gradient_accumulation_steps"]
-            * cfg["parallel"]["data_parallel_size"] * cfg["train"]["steps"])
-    x = torch.randn(rows, d_in, generator=gen)
-    w1 = torch.randn(d_in, 4 * d_in, generator=gen) / d_in**0.5
-    w2 = torch.randn(4 * d_in, d_out, generator=gen) / (4 * d_in) ** 0.5
-    y = torch.tanh(x @ w1) @ w2 + 0.05 * torch.randn(rows, d_out, generator=gen)
-    for path, blob in ((cfg["model"]["init_checkpoint"], weights), (data_cfg["path"], {"x": x, "y": y})):
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        torch.save(blob, path)
-        print(f"wrote {path}")
+    args = parser.parse_args()
+    options = load_options(args.config, args.overrides)
+    torch.manual_seed(options.seed)
+    outputs = {options.model.init_checkpoint: Surrogate(options.model).state_dict(), options.data.path: samples(options)}
+    for target, blob in outputs.items():
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+        torch.save(blob, target)
+        print(f"prepared {target}")
 
 
 if __name__ == "__main__":

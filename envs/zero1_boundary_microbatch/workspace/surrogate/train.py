@@ -1,140 +1,124 @@
-"""Data-parallel training entry point (one process per rank).
+"""Train the surrogate data-parallel with DeepSpeed; the entry point of every rank.
 
-    torchrun --standalone --nproc_per_node=2 -m surrogate.train --config configs/dp2.yaml [key=value ...]
+    torchrun --standalone --nproc_per_node=2 -m surrogate.train --config configs/dp2.yaml [section.field=value ...]
 
-Writes, under ``<output_dir>/<run_name>/``:
-  * ``config.yaml``     the resolved configuration;
-  * ``metrics.jsonl``   one JSON record per optimizer step (rank 0);
-  * ``final/model.pt``  the fp32 master weights after the last step, as a full state dict.
+Outputs, under ``<output_dir>/<run_name>/``: ``config.yaml`` (the resolved options),
+``metrics.jsonl`` (rank 0, one record per optimizer step) and ``final/model.pt`` (the fp32
+master weights after the last step, gathered from every rank's partition).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import time
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-import yaml
 from deepspeed.utils import safe_get_full_fp32_param
 
-from surrogate import dist as ddist
+from surrogate import cluster
 from surrogate import engine as team_engine
-from surrogate.config import Config, load_config
-from surrogate.data import load_dataset, micro_batches
-from surrogate.model import build_model, load_weights
+from surrogate.data import RankSlice, read_table
+from surrogate.model import Surrogate, load_weights
+from surrogate.options import Options, load_options
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """Command line: ``--config PATH`` followed by ``key=value`` overrides."""
-    parser = argparse.ArgumentParser(description="data-parallel training of the surrogate network")
-    parser.add_argument("--config", required=True, help="YAML run configuration")
-    parser.add_argument("overrides", nargs="*", help="dotted.key=value overrides")
-    return parser.parse_args(argv)
+def deepspeed_config(options: Options, world_size: int) -> dict[str, Any]:
+    """The DeepSpeed engine settings for these options and this many ranks.
 
-
-def deepspeed_config(cfg: Config, world_size: int) -> dict[str, Any]:
-    """DeepSpeed engine settings derived from the run config.
-
-    With ``precision.bf16`` the model trains in bf16 with fp32 master weights; with
-    ``grad_accum_dtype: fp32`` DeepSpeed runs this through its BF16 optimizer (ZeRO stage 1).
+    ``precision.bf16`` trains a bf16 model on fp32 master weights; with fp32 gradient
+    accumulation at ZeRO stage 1, DeepSpeed runs it through its BF16 optimizer.
     """
-    data, precision = cfg["data"], cfg["precision"]
+    split = options.data
     return {
-        "train_micro_batch_size_per_gpu": data["micro_batch_size"],
-        "gradient_accumulation_steps": data["gradient_accumulation_steps"],
-        "train_batch_size": data["micro_batch_size"] * data["gradient_accumulation_steps"] * world_size,
-        "bf16": {"enabled": bool(precision["bf16"])},
-        "data_types": {"grad_accum_dtype": precision["grad_accum_dtype"]},
-        "zero_optimization": {"stage": cfg["deepspeed"]["zero_stage"]},
-        "gradient_clipping": float(cfg["deepspeed"]["gradient_clipping"]),
-        # plain SGD is not on DeepSpeed's list of ZeRO-tested optimizers
+        "train_micro_batch_size_per_gpu": split.micro_batch_size,
+        "gradient_accumulation_steps": split.gradient_accumulation_steps,
+        "train_batch_size": split.micro_batch_size * split.gradient_accumulation_steps * world_size,
+        "bf16": {"enabled": options.precision.bf16},
+        "data_types": {"grad_accum_dtype": options.precision.grad_accum_dtype},
+        "zero_optimization": {"stage": options.deepspeed.zero_stage},
+        "gradient_clipping": options.deepspeed.gradient_clipping,
+        # DeepSpeed lists no ZeRO test for plain SGD; it is the optimizer the README specifies
         "zero_allow_untested_optimizer": True,
         "steps_per_print": 10**9,
     }
 
 
-def model_dtype(cfg: Config) -> torch.dtype:
-    """The dtype the model computes in."""
-    return torch.bfloat16 if cfg["precision"]["bf16"] else torch.float32
+def compute_dtype(options: Options) -> torch.dtype:
+    return torch.bfloat16 if options.precision.bf16 else torch.float32
 
 
-def build_engine(cfg: Config) -> team_engine.ReduceTimedEngine:
-    """Model loaded from the initial checkpoint, wrapped in our DeepSpeed engine with SGD."""
-    model = build_model(cfg["model"])
-    load_weights(model, cfg["model"]["init_checkpoint"])
-    model.to(device=ddist.device(), dtype=model_dtype(cfg))
-    optimizer = torch.optim.SGD(model.parameters(), lr=float(cfg["train"]["lr"]))
-    return team_engine.initialize(model, optimizer, deepspeed_config(cfg, dist.get_world_size()))
+def build_engine(options: Options) -> team_engine.ReduceTimedEngine:
+    """The model from the initial checkpoint, in our DeepSpeed engine, with SGD."""
+    model = Surrogate(options.model)
+    load_weights(model, options.model.init_checkpoint)
+    model.to(device=cluster.device(), dtype=compute_dtype(options))
+    sgd = torch.optim.SGD(model.parameters(), lr=options.train.lr)
+    return team_engine.initialize(model, sgd, deepspeed_config(options, dist.get_world_size()))
 
 
-def train(engine: team_engine.ReduceTimedEngine, cfg: Config, log: IO[str] | None) -> None:
-    """Run ``train.steps`` optimizer steps; rank 0 appends one metrics record per step."""
-    x, y = load_dataset(cfg["data"]["path"])
-    dev, dtype = ddist.device(), model_dtype(cfg)
-    rank, world = dist.get_rank(), dist.get_world_size()
-    mbs, accumulation = cfg["data"]["micro_batch_size"], cfg["data"]["gradient_accumulation_steps"]
-    steps = cfg["train"]["steps"]
-    for step in range(steps):
-        start = time.perf_counter()
-        losses = []
-        for xb, yb in micro_batches(x, y, step, mbs, accumulation, rank, world):
-            # inputs in the model's dtype; the loss is computed in fp32
+def run_steps(engine: team_engine.ReduceTimedEngine, options: Options) -> None:
+    """Every optimizer step of the run; rank 0 logs one metrics record per step."""
+    features, targets = read_table(options.data.path)
+    where = RankSlice(features, targets, options.data.micro_batch_size, options.data.gradient_accumulation_steps,
+                      dist.get_rank(), dist.get_world_size())
+    dev, dtype = cluster.device(), compute_dtype(options)
+    for step in range(options.train.steps):
+        began = time.perf_counter()
+        shard_losses = []
+        for xb, yb in where.micro_batches(step):
+            # the model computes in its own dtype; the loss is taken in fp32
             loss = F.mse_loss(engine(xb.to(dev, dtype)).float(), yb.to(dev))
             engine.backward(loss)
-            engine.step()  # applies the update at the last micro-batch of the step
-            losses.append(loss.item())
-        record = {
+            engine.step()  # the update happens at the step's last micro-batch
+            shard_losses.append(loss.item())
+        log_step(options, {
             "step": step,
-            "loss": sum(losses) / len(losses),  # this rank's shard
+            "loss": sum(shard_losses) / len(shard_losses),  # rank 0's slice only
             "lr": engine.get_lr()[0],
             "reduce_ms": 1000 * engine.take_reduce_seconds(),
-            "step_time_s": time.perf_counter() - start,
+            "step_time_s": time.perf_counter() - began,
             "wall_time": time.time(),
-        }
-        if log is not None:
-            log.write(json.dumps(record) + "\n")
-            log.flush()
-            if step % cfg["train"]["log_interval"] == 0 or step == steps - 1:
-                print(f"step {step:4d}  loss {record['loss']:.6f}  reduce {record['reduce_ms']:.2f} ms", flush=True)
+        })
 
 
-def save_final(engine: team_engine.ReduceTimedEngine, path: Path, is_rank0: bool) -> None:
-    """The full fp32 master weights (gathered from every rank's partition), saved by rank 0."""
-    state = {}
-    for name, param in engine.module.named_parameters():
-        full = safe_get_full_fp32_param(param)  # collective: every rank takes part
-        state[name] = full.detach().float().cpu().clone()
-    if is_rank0:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(state, path)
+def log_step(options: Options, record: dict[str, Any]) -> None:
+    """Append the step's record to ``metrics.jsonl`` (rank 0) and print every ``log_interval``."""
+    if dist.get_rank() != 0:
+        return
+    with (options.run_dir / "metrics.jsonl").open("a", encoding="utf-8") as log:
+        log.write(json.dumps(record) + "\n")
+    step = record["step"]
+    if step % options.train.log_interval == 0 or step == options.train.steps - 1:
+        print(f"step {step:4d}  loss {record['loss']:.6f}  reduce {record['reduce_ms']:.2f} ms", flush=True)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Train with the given config and save the final weights."""
-    args = parse_args(argv)
-    cfg = load_config(args.config, args.overrides)
-    ddist.init_distributed()
-    if dist.get_world_size() != cfg["parallel"]["data_parallel_size"]:
-        raise SystemExit(f"launched {dist.get_world_size()} ranks but parallel.data_parallel_size is "
-                         f"{cfg['parallel']['data_parallel_size']}: launch with scripts/launch.sh")
-    run_dir = Path(cfg["output_dir"]) / cfg["run_name"]
-    is_rank0 = dist.get_rank() == 0
-    if is_rank0:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
-    engine = build_engine(cfg)
-    log = open(run_dir / "metrics.jsonl", "w", encoding="utf-8") if is_rank0 else None
-    try:
-        train(engine, cfg, log)
-    finally:
-        if log is not None:
-            log.close()
-    save_final(engine, run_dir / "final" / "model.pt", is_rank0)
-    ddist.shutdown()
+def gather_masters(engine: team_engine.ReduceTimedEngine) -> dict[str, torch.Tensor]:
+    """The full fp32 master weights; a collective (every rank takes part)."""
+    return {name: safe_get_full_fp32_param(param).detach().float().cpu().clone()
+            for name, param in engine.module.named_parameters()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="data-parallel training of the surrogate network")
+    parser.add_argument("--config", required=True, help="YAML options file")
+    parser.add_argument("overrides", nargs="*", help="section.field=value")
+    args = parser.parse_args()
+    options = load_options(args.config, args.overrides)
+    cluster.join()
+    if dist.get_rank() == 0:
+        options.run_dir.mkdir(parents=True, exist_ok=True)
+        (options.run_dir / "config.yaml").write_text(options.to_yaml(), encoding="utf-8")
+        (options.run_dir / "metrics.jsonl").write_text("", encoding="utf-8")
+    engine = build_engine(options)
+    run_steps(engine, options)
+    masters = gather_masters(engine)
+    if dist.get_rank() == 0:
+        (options.run_dir / "final").mkdir(parents=True, exist_ok=True)
+        torch.save(masters, options.run_dir / "final" / "model.pt")
+    cluster.leave()
 
 
 if __name__ == "__main__":

@@ -1,1 +1,0 @@
-"""packrl: the team's packed-batch RL trainer rank (model, vocabulary head, admission planner)."""
