@@ -29,7 +29,7 @@ import json
 import os
 import platform
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -484,16 +484,43 @@ def failing_hints(record: Record | None) -> dict[str, str]:
     """For each wrong repair and forgery of a record (by label), the first scenario it failed
     (a forgery rejected as unknown: the first scenario left unknown): where a fail-fast
     re-qualification starts. Only an order, never a verdict."""
-    if record is None:
-        return {}
+    return _hints(record.variants) if record is not None else {}
+
+
+def _hints(variants: Iterable[VariantVerdicts]) -> dict[str, str]:
     hints = {}
-    for v in record.variants:
+    for v in variants:
         if v.kind in ("wrong", "forgery"):
             wanted = "unknown" if v.status == "unknown" else "fail"
             failed = [name for name, status in v.scenarios.items() if status == wanted]
             if failed:
                 hints[v.label.split(" ")[0]] = failed[0]
     return hints
+
+
+def previous_hints(case: CaseSpec) -> dict[str, str]:
+    """:func:`failing_hints` of the record beside ``case``, read from a record of an older schema
+    too (its variants' verdicts are all a hint needs): a re-qualification after a schema change
+    still starts each wrong repair where it failed last time. Anything unreadable: no hints."""
+    try:
+        return failing_hints(load_record(case))
+    except RecordError:
+        pass
+    data = read_json_object(record_path(case), MAX_RECORD_BYTES)
+    try:
+        variants = [
+            VariantVerdicts(
+                label=_text(v["label"]),
+                kind=_text(v["kind"]),
+                status=_status(v["status"]),
+                scenarios={_text(k): _status(s) for k, s in _mapping(v["scenarios"]).items()},
+            )
+            for v in (data or {}).get("variants", ())
+        ]
+    except (RecordError, KeyError, TypeError):
+        return {}
+    hints = _hints(variants)
+    return {label: scenario for label, scenario in hints.items() if scenario in {s.name for s in case.scenarios}}
 
 
 def compare_verdicts(record: Record, fresh: Record) -> list[str]:

@@ -36,10 +36,8 @@ from rich.text import Text
 from gym_trainfail import demo
 from gym_trainfail.admission import (
     REFRESH_ALL,
-    RecordError,
     current_digests,
-    failing_hints,
-    load_record,
+    previous_hints,
     record_from_qualification,
     record_path,
     record_status,
@@ -821,10 +819,8 @@ def _qualify_one(args: argparse.Namespace, case: CaseSpec, states: list[str] | N
     # What the verdicts are about, taken before any is made: a record is written only if the case,
     # its runtime lock and the harness are still the same when the gate ends.
     digests = current_digests(case)
-    try:  # the last record's failing scenarios order the wrong repairs' work (never their verdicts)
-        hints = failing_hints(load_record(case)) if args.wrong_repairs else {}
-    except RecordError:
-        hints = {}
+    # the last record's failing scenarios order the wrong repairs' work (never their verdicts)
+    hints = previous_hints(case) if args.wrong_repairs else {}
     with _progress(f"qualifying {case.id}") as progress:
 
         def hook(variant: str, scenario: str, outcome: ScenarioOutcome | None) -> None:

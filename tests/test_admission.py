@@ -490,3 +490,23 @@ def test_a_record_whose_promise_table_is_not_the_cases_is_invalid(recorded: Case
     assert record_status(load_case(recorded.root)).state == "stale"
     problems = verdict_problems(load_case(recorded.root), record)
     assert any("class 'three devices': uncovered" in p for p in problems), problems
+
+
+def test_hints_survive_a_schema_change_but_never_name_a_scenario_the_case_lost(recorded: CaseSpec) -> None:
+    """A re-qualification after the record schema moved still starts each wrong repair where it
+    failed last time; a hint naming a scenario the case no longer has, or a garbled record, gives
+    no hint (hints order work, never decide it)."""
+    from gym_trainfail.admission import previous_hints
+
+    data = json.loads(record_path(recorded).read_text())
+    data["schema"] = admission.SCHEMA - 1
+    data["variants"].append({"label": "wrong:gone (grouped)", "kind": "wrong", "status": "fail",
+                             "scenarios": {"no-such-scenario": "fail"}})  # fmt: skip
+    record_path(recorded).write_text(json.dumps(data))
+    assert record_status(recorded).state == "invalid"
+    assert previous_hints(recorded) == {"wrong:off-by-one-up": "answer"}
+    data["variants"][0]["scenarios"] = ["not", "a", "mapping"]
+    record_path(recorded).write_text(json.dumps(data))
+    assert previous_hints(recorded) == {}
+    record_path(recorded).write_text("{not json")
+    assert previous_hints(recorded) == {}
