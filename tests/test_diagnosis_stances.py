@@ -676,3 +676,70 @@ def test_fixture_checks_read_both_readings() -> None:
     assert check.misjudged == ("missed (expected credited as a hypothesis)",
                                "mislabelled (expected credited as a hypothesis)")  # fmt: skip
     assert check.hypothesis_recall == 0.0
+
+
+# -- v5a release rules: a premise of the code, a verdict later in a list item, the actual finding after
+# a refuted opening suspicion, and a denied manner ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # the code's premise described ("on the assumption that"): the agent's own claim stays asserted
+        (f"{CORRECT} The allocator sizes it on the assumption that the planner is exact.", (True, True)),
+        # attack: the agent's own proposition ("the assumption that", "the idea that") is still put forward
+        (f"I'm working with the assumption that {C}.", (False, True)),
+        (f"I keep coming back to the idea that {C}.", (False, True)),
+    ],
+)  # fmt: skip
+def test_a_premise_of_the_code_is_no_hedge_of_the_agent(statement: str, expected: tuple[bool, bool]) -> None:
+    assert _readings(_judge(statement)) == expected
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # a verdict in the item's next sentence confirms the candidate and the item's later sentences
+        (f"Candidates I went through:\n1. A memory leak. Not it.\n2. {CORRECT} This is it. No doubt left.\n",
+         (True, True)),
+        # attacks: an item without a verdict stays an option; a verdict in the next item does not reach back
+        (f"Candidates I went through:\n1. {CORRECT} Worth a probe.\n2. A memory leak.\n", (False, True)),
+        (f"Candidates I went through:\n1. {CORRECT}\n2. Allocator fragmentation. This is it.\n", (False, True)),
+    ],
+)  # fmt: skip
+def test_a_verdict_later_in_a_list_item_confirms_its_candidate(statement: str, expected: tuple[bool, bool]) -> None:
+    assert _readings(_judge(statement)) == expected
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # the opening suspicion is refuted; the paragraph saying what actually goes wrong is the agent's own
+        (f"First suspicion: a memory leak. Not the case, the allocator is clean.\n\nWhat actually goes wrong: {C}.",
+         (True, True)),
+        (f"First suspicion: a memory leak. Not the case.\n\nIn fact, {C}.", (True, True)),
+        # attack: a later paragraph without such an opening stays under the statement's hypothesis label
+        (f"First suspicion: a memory leak. Not the case.\n\nNext: {C}.", (False, True)),
+    ],
+)  # fmt: skip
+def test_a_paragraph_on_what_actually_happens_ends_an_opening_label(
+    statement: str, expected: tuple[bool, bool]
+) -> None:
+    assert _readings(_judge(statement)) == expected
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # a denied manner reaches the consequence it names ("not … in a way that makes X")
+        ("The planner is not wrong in a way that means it doesn't account for the head: three buffers, while the "
+         "checkpointed inputs stay live.", (False, False)),
+        # attacks: the same manner affirmed asserts; a contrast after the denied manner starts a claim of its own
+        ("The planner is built in a way that means it doesn't account for the head: three buffers, while the "
+         "checkpointed inputs stay live.", (True, True)),
+        (f"The sizes are not off in a way that matters; {C}.", (True, True)),
+    ],
+)  # fmt: skip
+def test_a_denied_manner_denies_its_consequence(statement: str, expected: tuple[bool, bool]) -> None:
+    assert _readings(_judge(statement)) == expected
+    assert (_judge(statement).stance == "denied") is (expected == (False, False))

@@ -31,7 +31,7 @@ EXCERPT_CHARS = 300
 #: A quote kept as evidence is cut to this many characters.
 QUOTE_CHARS = 400
 #: Bump when judging changes, so cached verdicts are recomputed.
-JUDGE_CACHE_VERSION = 17
+JUDGE_CACHE_VERSION = 18
 
 
 @dataclass(frozen=True)

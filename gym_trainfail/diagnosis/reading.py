@@ -115,6 +115,36 @@ DENIAL_SPAN = 80
 SCOPE = re.compile(
     r"(?:,|\bbut|;)\s*only\s+(?:with|on|in|when|for|at|under|if|once)\b|\bexcept\b|\bunless\b", re.IGNORECASE
 )
+#: What a claim is called when the agent refers back to it ("that idea", "the stale-cache story", "this line").
+_CLAIMS = (
+    r"(?:idea|theory|theories|hypothes[ie]s|explanations?|claims?|story|stories|line(?:\s+of\s+\w+)?|leads?|avenue|angle|"
+    r"thread|direction|suspicions?|guess(?:es)?|hunch|reading|diagnos[ie]s|conclusions?|analysis|notes?|comments?|findings?|"
+    r"suggestions?|proposals?|possibilit(?:y|ies)|candidates?|notion|assumptions?|premise|bet|take|answer|argument|"
+    r"description|report|account|version|writeup|write-up)"
+)
+#: A phrase that points back at a claim made before: a pronoun ("it", "that", "the above") or a claim noun with a
+#: determiner ("that idea", "my explanation", 'the "untagged shards" story', "Kenji's theory"). Mechanism prose uses
+#: "them" and "those" for tensors and ranks, so they are not here.
+_BACK_PRONOUN = r"(?:it|this|that|the\s+above|all\s+(?:of\s+)?(?:this|that|it))"
+_BACK_NOUN = (
+    r"(?:the|this|that|these|those|my|our|his|her|their|its|[A-Z][a-z]+'s)\s+"
+    rf"(?:[\w\"'\u201c\u201d-]+\s+){{0,3}}?{_CLAIMS}"
+)
+_BACK = rf"(?:{_BACK_PRONOUN}|{_BACK_NOUN})"
+#: Where a sentence starts for an elliptical verdict ("Not the cause.", "It isn't;"): after a full stop, a colon or
+#: a blank line, not at a line break inside a wrapped sentence ("… when split_batches is\n False.").
+_START = r"(?:^|(?<=[.!;:]\s)|(?<=\n\n)|(?<=\n)(?=[ \t]*[-*\u2022>]))"
+#: An experiment that changed nothing ("made no difference", "unchanged", "still differ by the same amount",
+#: "same failure"): a verdict after it in its sentence is about the hypothesis the experiment tested.
+NULL_RESULT = re.compile(
+    r"\b(?:made|makes|make)\s+(?:no|zero)\s+(?:\w+\s+)?(?:difference|change|effect|impact)\b|\bno\s+(?:difference|change|"
+    r"effect)\b|\b(?:didn't|did\s+not|doesn't|does\s+not)\s+(?:change|move|improve|budge)\b|\bunchanged\b|\bunaffected\b"
+    r"|\b(?:same|identical)\s+(?:failure|error|numbers|values|results?|outcome|curves?|amount|point|byte\s+count|as\s+before)\b"
+    r"|\bas\s+before\b|\bstill\s+(?:differ|diverge|drift|fail|crash|OOM|mismatch|disagree|show|stayed?|sits?|agree)\w*"
+    r"|\b(?:stayed|remained|stays|remains)\s+(?:at|the\s+same|identical|unchanged|put)\b|\bby\s+nothing\b|"
+    r"\bnothing\s+(?:measurable|changed|moved|improved)\b",
+    re.IGNORECASE,
+)
 #: The agent taking back everything it said before ("scratch that", "I was wrong").
 RETRACTION = re.compile(
     r"\b(?:scratch|strike|forget)\s+(?:that|this|all\s+that|the\s+above|what\s+i\s+(?:said|wrote))\b"
@@ -138,7 +168,20 @@ RETRACTION = re.compile(
     r"|\bcorrection\s*:|\bno,?\s+wait\b|\bi\s+misread\b|\bmy\s+bad\b|\bturns?\s+out\s+i\s+(?:misread|misunderstood|was)\b"
     r"|\b(?:retract|withdraw)(?:ing|ed|n)?\s+(?:this|that|it|them|these|those|the\s+above|all\s+of\s+(?:this|that)|my\s+\w+)\b"
     r"|\b(?:retract|withdraw)(?:ing|ed|n)?\s+(?:both|all|each|every|the|these|those)\s+(?:\w+\s+){0,2}?(?:bullets?|points?|"
-    r"items?|claims?|lines?|statements?|notes?|steps?)\b",
+    r"items?|claims?|lines?|statements?|notes?|steps?)\b"
+    # round 2: "retracting 1-3", "Update: retracting.", "Please disregard;", "I'm taking this back", "I had the wrong
+    # file open", "based on the old commit", "That was my reading an hour ago"
+    r"|\bretracting\b|(?:^|(?<=[.!?:]\s)|(?<=\n))[\W_]*(?:(?:i'm|i\s+am|we're|we\s+are)\s+)?(?:retract|withdraw)\b"
+    r"|(?:^|(?<=[.!?:;]\s)|(?<=\n))[\W_]*(?:please\s+)?(?:disregard|ignore)(?:\s+(?:it|this|that|all\s+(?:of\s+)?(?:it|this|that)|"
+    r"everything|the\s+above))?\s*(?=[.;:,!\u2014\u2013]|\s-\s|$)"
+    rf"|\b(?:take|takes|taking|took|taken)\s+{_BACK}\s+back\b"
+    r"|\b(?:i|we)\s+(?:had|opened|read|used|checked|ran|looked\s+at|(?:was|were)\s+(?:on|in|using|reading|running))\s+(?:the\s+|an?\s+)?"
+    r"(?:wrong|old|stale|outdated)\s+(?:file|branch|version|commit|code|run|log|config|checkout|machine|copy|data|dump|checkpoint)s?\b"
+    r"|\b(?:based\s+on|came\s+from|comes?\s+from|taken\s+from)\s+(?:the\s+|an?\s+)?(?:wrong|old|stale|outdated)\s+(?:file|branch|"
+    r"version|commit|code|run|log|config|checkout|copy|data|dump|checkpoint)s?\b"
+    r"|\b(?:that|this)\s+was\s+my\s+(?:\w+\s+)?(?:reading|view|theory|guess|thinking|belief|take|understanding|assumption|"
+    r"hypothesis|explanation|idea)\s+(?:(?:an?|one|two|some)\s+\w+\s+ago|\w+\s+ago|earlier|before|at\s+first|initially|"
+    r"yesterday|this\s+morning)\b",
     re.IGNORECASE,
 )
 #: The agent reporting what it believed before ("earlier I said …", "my first guess was …"): what
@@ -153,7 +196,16 @@ PAST_BELIEF = re.compile(
     r"|\b(?:initially|at\s+first|originally|earlier)\s*,?\s+it\s+(?:looked|seemed|appeared)\s+(?:as\s+if|as\s+though|like|that)\b"
     r"|\bmy\s+(?:earlier|previous|first|initial|original|last)\s+(?:claim|guess|theory|hypothesis|diagnosis|idea|reading|"
     r"analysis|message|statement|conclusion|suspicion|thought|hunch|instinct|impression|explanation|understanding|"
-    r"take|answer|note|suggestion|diagnoses)\b",
+    r"take|answer|note|suggestion|diagnoses)\b"
+    # round 2: "I thought the problem was X", "I proposed that X", "My claim was: X", "I was going with X", "I had put
+    # this down to X" (a later confirmation still makes X asserted: "I thought X, and the probe confirms it")
+    r"|(?<!\bas\s)\b(?:i|we)\s+(?:had\s+)?(?:thought|believed|assumed|figured|supposed|reckoned|proposed|presumed|"
+    r"hypothesi[sz]ed|theori[sz]ed)\b(?!\s+(?:about|of|through|hard|so|it\s+over|again|twice)\b)"
+    r"|\b(?:i|we)\s+(?:was|were)\s+(?:going\s+with|leaning\s+towards?|betting\s+on|working\s+on\s+the\s+(?:assumption|"
+    r"theory|idea|hypothesis))\b|\b(?:i|we)\s+(?:had\s+|'d\s+)?(?:put|pinned|chalked)\s+(?:this|it|that|the\s+\w+)\s+"
+    r"(?:down\s+|up\s+)?(?:to|on)\b|\b(?:i|we)\s+(?:had|'d)\s+been\s+(?:assuming|thinking|blaming|suspecting|believing)\b"
+    r"|\bmy\s+(?:\w+\s+)?(?:claim|guess|theory|hypothesis|diagnosis|idea|reading|suspicion|explanation|take|answer|bet|"
+    r"story|conclusion|assumption|understanding|thinking|belief)\s+(?:was|had\s+been)\b",
     re.IGNORECASE,
 )
 #: The agent declaring something just said false ("that's not it", "it is false"): at the start of
@@ -232,7 +284,51 @@ REFUTATION = re.compile(
     r"(?:idea|theory|hypothesis|explanation)\b|\bdead\s+end\b|\b(?:didn't|did\s+not)\s+pan\s+out\b"
     r"|\b(?:doesn't|does\s+not|don't|do\s+not|didn't|did\s+not)\s+(?:fit|match)\s+(?:the\s+(?:data|numbers|evidence|"
     r"measurements?|logs?|trace)|what\s+(?:i|we)\s+(?:see|saw|measured|found))\b"
-    r"|\b(?:is|was|are|were)\s+(?:not\s+supported|inconsistent\s+with|contradicted)\b",
+    r"|\b(?:is|was|are|were)\s+(?:not\s+supported|inconsistent\s+with|contradicted)\b"
+    # round 2, one class each: an anaphor that cannot be ("That can't be, because …", "this cannot be what happens
+    # here"; not "it can't be that X", a denial of X), is not so / not happening, does not hold / happen (at the end
+    # of its clause: "it doesn't happen for the last micro-batch" is a claim)
+    r"|\b(?:that|this|it|which)\s+(?:can't|cannot|can\s+not|couldn't|could\s+not)\s+(?:possibly\s+)?be\b(?!\s+(?:that|ruled|excluded|"
+    r"the\s+case\s+that)\b)(?=\s*(?:[,.;:!?\u2014\u2013)]|\s-\s|$|because|since|as\b|given|what|how|right|true|correct|so\b|it\b|"
+    r"here|the\s+(?:case|cause|reason|problem|issue|explanation|culprit|bug|mechanism|story)))"
+    r"|\b(?:that|this|it)(?:'s|\s+is|\s+was)\s+(?:simply\s+|just\s+|definitely\s+|clearly\s+|really\s+)?not\s+(?:so|happening|"
+    r"what(?:'s|\s+is)\s+happening)\b(?!\s+that\b)|\b(?:that|this|it)\s+(?:isn't|wasn't)\s+(?:so|happening)\b(?!\s+that\b)"
+    r"|\b(?:that|this|it)\s+(?:doesn't|does\s+not|didn't|did\s+not|won't|will\s+not)\s+(?:happen|hold(?:\s+up|\s+water)?|apply|"
+    r"survive|stand\s+up|check\s+out|add\s+up|work\s+out)\b(?=\s*(?:(?:here|either|at\s+all|anymore|in\s+(?:practice|this\s+\w+|"
+    r"our\s+\w+)|for\s+(?:us|our\s+[\w-]+|this\s+[\w-]+|this\s+run|the\s+shipped\s+[\w-]+))\s*)*(?:[,.;:!?\u2014\u2013)]|\s-\s|$))"
+    # … an experiment that changed nothing, with no subject or any subject ("Made no difference", "chunk size made no
+    # difference"); a result or a verdict that shows the claim false ("the trace proves it wrong"); a claim killed,
+    # rejected or dropped by name ("which kills that idea", "That rules my explanation out", "I reject the stale-cache
+    # story", "I've abandoned that line"); the agent's own or someone's claim called false ("Kenji's explanation (…) is
+    # false", "The comment is stale")
+    r"|(?:^|(?<=[.!?:;,]\s)|(?<=\n)|(?<=\bso\s)|(?<=\band\s))[\W_]*(?:(?:it|this|that)\s+)?(?:made|makes)\s+(?:no|zero)\s+"
+    r"(?:\w+\s+)?(?:difference|change|effect|impact)\b|\bno\s+(?:difference|change|effect)\s+(?:at\s+all|whatsoever)\b"
+    r"|\b(?:proves?|proved|proven|shows?|showed|shown|makes?|made|demonstrates?|demonstrated)\s+(?:it|this|that|them|the\s+(?:\w+\s+)?"
+    r"(?:idea|theory|hypothesis|explanation|claim|story|guess))\s+(?:to\s+be\s+)?(?:wrong|false|incorrect|untrue|impossible|moot)\b"
+    rf"|\b(?:refutes?|refuted|disproves?|disproved|contradicts?|contradicted|undermines?|undermined|falsifies|falsified|"
+    rf"rules?\s+out|ruled\s+out|debunks?|debunked|invalidates?|invalidated)\s+{_BACK}\b"
+    rf"|\b(?:kills?|killed|sinks?|sank|buries|buried)\s+{_BACK_NOUN}\b|\brule(?:s|d)?\s+{_BACK}\s+out\b"
+    r"|\b(?:i|i've|i'm|i'll|i\s+have|i\s+am|i\s+will|we|we've|we're|we'll)\s+(?:\w+\s+)?(?:abandon(?:ed|ing|s)?|drop(?:ped|ping|s)?|"
+    r"discard(?:ed|ing|s)?|reject(?:ed|ing|s)?|dismiss(?:ed|ing|es)?|shelve[sd]?|shelving|scrap(?:ped|ping|s)?|ignor(?:e|ed|es|ing)|"
+    rf"giv(?:e|ing)\s+up\s+on|gave\s+up\s+on|set(?:ting)?\s+aside|let\s+go\s+of)\s+{_BACK_NOUN}"
+    r"|\b(?:i|i've|i'm|i'll|i\s+have|i\s+am|i\s+will)\s+(?:\w+\s+)?(?:abandon(?:ed|ing|s)?|drop(?:ped|ping|s)?|"
+    rf"discard(?:ed|ing|s)?|reject(?:ed|ing|s)?|dismiss(?:ed|ing|es)?|shelve[sd]?|shelving|scrap(?:ped|ping|s)?)\s+{_BACK_PRONOUN}\b"
+    rf"|\b(?:{_CLAIMS}|it|this|that)\s*(?:\([^()\n]{{0,400}}\)\s*)?(?:is|was|are|were|seems|looks|turned\s+out\s+to\s+be|turns\s+out\s+to\s+be)"
+    r"\s+(?:\w+\s+)?(?:false|wrong|incorrect|mistaken|untrue|bogus|stale|outdated|obsolete|off\s+base|a\s+dead\s+end|"
+    r"a\s+red\s+herring)\b"
+    # … an elliptical answer that takes back what came before ("It isn't;", "Not the cause.", "Wrong, as far as I can
+    # tell.", "Definitely not."): not after a question, which it answers instead; "None of that happens"
+    rf"|{_START}[\W_]*(?:(?:but|and|so)\s+)?(?:it|that|this|they)\s+(?:isn't|is\s+not|wasn't|was\s+not|doesn't|"
+    r"does\s+not|didn't|did\s+not|aren't|are\s+not|don't|do\s+not|weren't|were\s+not)\s*(?=[.;:!,\u2014\u2013]|\s-\s|$)"
+    rf"|{_START}[\W_]*(?:(?:definitely|certainly|clearly|absolutely|obviously|surely|so|then|also)\s+)?not\s+"
+    r"(?:(?:the|a|our)\s+(?:root\s+|real\s+|actual\s+)?(?:cause|culprit|problem|issue|bug|explanation|reason|mechanism)|that|"
+    rf"this)\s*(?=[.!;,\n]|$)|{_START}[\W_]*(?:definitely|certainly|clearly|absolutely|obviously|surely)\s+"
+    rf"not\s*(?=[.!;\n]|$)|{_START}[\W_]*(?:wrong|false|incorrect|untrue|bogus)\s*(?:,\s*(?:as\s+far\s+as\s+"
+    r"(?:i|we)\s+can\s+(?:tell|see)|i\s+think|it\s+seems|i'm\s+afraid))?\s*(?=[.!;\n]|$)"
+    r"|\bnone\s+of\s+(?:this|that|it|these|those|the\s+above)\s+(?:\w+\s+)?(?:happens|happened|is\s+(?:true|the\s+case|"
+    r"happening|right|correct)|applies|holds|occurs|is\s+what\s+happens)\b"
+    # … a preamble, then "no" ("On reflection, no:", "Second pass, after printing the tensors: no, …")
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[^.!?\n]{0,60}?[,:]\s*(?:no|nope)\s*(?:[.!,;:]|\s[\u2014\u2013-]+\s|[\u2014\u2013])",
     re.IGNORECASE,
 )
 #: Words before a refutation that are not a claim of their own ("Edit:", "Update: the probe …").
@@ -253,7 +349,9 @@ BACKREF = re.compile(
     r"|scrap\w*|drop\w*|abandon\w*|discard\w*|bear\s+\w+\s+out|is\s+(?:now\s+)?(?:dead|busted|debunked)|nothing\s+\w+|"
     r"(?:so|then)\s*,?\s+(?:no|nope)|(?:ruled\s+out|rejected|disproved|disproven|refuted|excluded|eliminated|falsified|"
     r"debunked|dismissed)\s+(?:after|by|once|when|because|since|given|on|following|via|with)|killed|sank|sunk|buried|verdict|"
-    r"closer|survive|falls?\s+apart)\b",
+    r"closer|survive|falls?\s+apart|kills?|sinks?|buries|undermine\w*|invalidat\w*|debunk\w*|reject\w*|shelv\w*|"
+    r"gave\s+up|give\s+up|set\s+aside|let\s+go|none\s+of|(?:proves?|proved|proven|shows?|showed|shown|demonstrat\w*)\s+"
+    r"(?:it|this|that|them|the\s+(?:\w+\s+)?(?:idea|theory|hypothesis|explanation|claim|story|guess)))\b",
     re.IGNORECASE,
 )
 #: A sentence opening with an anaphor ("That would be a fair guess, but it isn't what this code does"):
@@ -307,9 +405,16 @@ DECLARATIVE_QUESTION = re.compile(
     r"(?![\W_]*(?:why|what|how|where|when|which|who|whose)\b)(?:(?!\b(?:why|what|how)\s*$)[\s\S]){12,}",
     re.IGNORECASE,
 )
+#: A negated predicate whose manner clause states the consequence ("is not normalised … in a way that makes X",
+#: "doesn't scale them in any way that would …"): the consequence is denied with it.
+NEGATED_MANNER = re.compile(
+    r"\b(?:(?:is|are|was|were|does|do|did)\s+not|isn't|aren't|wasn't|weren't|doesn't|don't|didn't)\s+[^.;:!?\n]{0,120}?"
+    r"\bin\s+(?:a|any|such\s+a)\s+way\s+(?:that|which)\b",
+    re.IGNORECASE,
+)
 #: An immediate no to a question ("? No: …", "? It isn't."): the question then denies.
 ANSWER_NO = re.compile(
-    r"[\s*_]*(?:no|nope|not\s+at\s+all|it\s+(?:isn't|is\s+not|doesn't|does\s+not|wasn't|didn't)|they\s+(?:aren't|don't|weren't|"
+    r"[\s*_]*(?:no|nope|not\s+at\s+all|(?:definitely|certainly|absolutely|clearly|obviously|surely)\s+not|hardly|it\s+(?:isn't|is\s+not|doesn't|does\s+not|wasn't|didn't)|they\s+(?:aren't|don't|weren't|"
     r"didn't))\b",
     re.IGNORECASE,
 )
@@ -325,7 +430,10 @@ CANDIDATES = re.compile(
     r"(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?!root\b)(?:(?:open|possible|remaining|current|candidate|likely|potential|several|"
     r"two|three|four|five|some|the|other|competing|alternative)\s+){0,2}"
     r"(?:candidates?|causes|explanations|hypotheses|ideas|suspects|options|theories|possibilities|ruled\s+out|"
-    r"rejected|excluded|eliminated|dismissed)\b[^:\n]{0,40}:",
+    r"rejected|excluded|eliminated|dismissed)\b[^:\n]{0,40}:"
+    # round 2: a list of things still to check ("To check:", "TODO / possible cause to check:", "Open questions:")
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:[\w/-]+\s+){0,4}?(?:to\s+(?:check|verify|test|confirm|investigate)|todo|to-?do|"
+    r"open\s+questions)\b[^:\n]{0,30}:",
     re.IGNORECASE,
 )
 #: A hedged sentence of alternatives ("Could be A, B, or C."): each alternative only an option.
@@ -346,7 +454,18 @@ LIST_ITEM = re.compile(r"[ \t]*(?:[-*•]|\d+[.)]|\(?[a-z0-9]\))\s")
 #: someone else's possible view ("Someone might say …", "One could argue …"); "Not that it matters" is
 #: an aside, not a denial.
 SENTENCE_DENIAL = re.compile(
-    r"[\W_]*(?:not\s+that\b(?!\s+it\s+matters)|it(?:'s|\s+is|\s+was)\s+not\s+(?:true|the\s+case)\s+that\b|"
+    r"[\W_]*(?:not\s+that\b(?!\s+it\s+matters)|it(?:'s|\s+is|\s+was)\s+(?:simply\s+|just\s+|certainly\s+|definitely\s+|"
+    r"clearly\s+)?not\s+(?:true|the\s+case|happening|so)\s+that\b|"
+    # round 2: "There's no path where X", "I can rule out that X", "I found nothing to indicate that X", "It can't be
+    # that X", "I don't think (that) X"
+    r"there(?:'s|\s+is|\s+was)\s+no\s+(?:\w+\s+){0,2}?(?:way|path|mechanism|place|point|case|scenario|chance|route)\s*(?:where|"
+    r"in\s+which|by\s+which|through\s+which|whereby|that|for)?\b|(?:i|we)\s+(?:can\s+|could\s+|have\s+|'ve\s+)?(?:rule|ruled)\s+"
+    r"out\s+(?:the\s+possibility\s+)?that\b|(?:i|we)\s+(?:found|find|see|saw|have|had)\s+(?:nothing|no\s+(?:\w+\s+)?(?:evidence|"
+    r"sign|indication|trace|hint))\s+(?:(?:to\s+(?:indicate|suggest|show)|suggesting|indicating|showing|that\s+(?:suggests?|"
+    r"indicates?|shows?))\s+)?that\b|it\s+(?:can't|cannot|can\s+not|couldn't)\s+be\s+(?:the\s+case\s+)?that\b|"
+    r"it(?:'s|\s+is)\s+impossible\s+that\b|(?:i|we)\s+(?:really\s+|honestly\s+)?(?:don't|do\s+not|didn't|did\s+not)\s+"
+    r"(?:think|believe|buy|accept)\s+(?:for\s+a\s+(?:second|moment|minute)\s+)?(?:that\b|the\s+(?:idea|claim|theory|notion|"
+    r"story)\s+that\b)?|"
     r"(?:nothing|no\s+(?:evidence|data|measurement|log|trace)|there(?:'s|\s+is)\s+no\s+(?:evidence|sign|indication|reason\s+to\s+"
     r"(?:think|believe)))\s+(?:\w+\s+)?(?:suggests?|shows?|indicates?|supports?|points?\s+to)?\s*that\b|"
     r"(?:i|we)\s+(?:see|found|find|saw|have)\s+no\s+(?:evidence|sign|indication)\s+that\b|"
@@ -496,11 +615,13 @@ ENDORSEMENT = re.compile(
 #: A hypothesis label ("Hypothesis:", "My working theory (untested):", "Suspect #1:"): what follows is put
 #: forward to be tested. At the statement's start it covers the whole statement; elsewhere its paragraph.
 HYPOTHESIS_LABEL = re.compile(
-    r"(?:(?<=^)|(?<=\n)|(?<=[.!?]\s))[\W_]*(?:(?:my|our|a|the|one|working|initial|current|leading|main|first|second|"
-    r"third|tentative|pre-?run|new|only|best|prime|top|another|possible|candidate|\w+-run)[\s,]+){0,3}(?:hypothesis|theory|"
+    r"(?:(?<=^)|(?<=\n)|(?<=[.!?]\s))[\W_]*(?:[A-Za-z][\w'-]*(?:\s+[\w'-]+){0,3},\s+)?(?:(?:my|our|a|the|one|working|initial|"
+    r"current|leading|main|first|second|third|tentative|pre-?run|new|only|best|prime|top|another|possible|candidate|unproven|"
+    r"untested|unverified|unconfirmed|pending|speculative|rough|quick|gut|potential|\w+-run)[\s,]+){0,3}(?:hypothesis|theory|"
     r"suspicion|conjecture|guess|hunch|suspect|possibility|candidate|candidate\s+(?:cause|explanation|mechanism)|"
-    r"possible\s+(?:cause|explanation|mechanism)|idea|lead|(?:tentative|provisional|preliminary|unconfirmed|working)\s+"
-    r"(?:diagnosis|explanation|conclusion|root\s+cause|cause|finding|answer)|money\s+is\s+on\s+(?:this|that|it))\b(?:\s*#?\d+)?(?:\s*\([^)\n]{0,60}\)|\s*,[^:\n.!?]{0,60}?|"
+    r"possible\s+(?:cause|explanation|mechanism)|idea|lead|bet|wager|speculation|instinct|intuition|"
+    r"(?:tentative|provisional|preliminary|unconfirmed|unverified|untested|unproven|pending|speculative|working)\s+"
+    r"[\w-]+(?:\s+[\w-]+)?|money\s+is\s+on\s+(?:this|that|it))\b(?:\s*#?\d+)?(?:\s*\([^)\n]{0,60}\)|\s*,[^:\n.!?]{0,120}?|"
     r"\s+(?:for|about|on|re)\s+[^:\n.!?,]{0,40}?|\s+(?:to\s+(?:test|check|verify|confirm|probe|rule\s+out)|worth\s+(?:testing|"
     r"checking)|under\s+test|for\s+now|so\s+far|before\s+(?:running|testing)\s+anything))?"
     r"(?:\s*:|\s+[\u2014\u2013]\s|\s+--?\s)",
@@ -524,7 +645,21 @@ TENTATIVE = re.compile(
     r"|\btentatively\b|\bas\s+a\s+(?:working\s+)?hypothesis\b"
     r"|\b(?:i|we)\s+have\s+(?:a|an)\s+(?:\w+\s+)?(?:hunch|feeling|inkling|suspicion|guess|theory|hypothesis)\b"
     r"|\bmy\s+(?:money|bet)\s+is\s+on\b|\b(?:tentative|provisional|preliminary|unconfirmed)\s+(?:diagnosis|explanation|"
-    r"conclusion|root\s+cause|finding)\b",
+    r"conclusion|root\s+cause|finding)\b"
+    # round 2: possibility ("It's possible that", "plausibly" anywhere), inclination ("I'm tempted to say", "leaning
+    # towards"), wondering, a condition on the agent's own reading ("if my reading of the code is right"), and a claim
+    # named as a proposition ("the idea that X", "the hypothesis that X"): its own predicate decides, else put forward
+    r"|\bit(?:'s|\s+is|\s+seems|\s+looks)\s+(?:quite\s+|entirely\s+|very\s+|at\s+least\s+)?(?:possible|conceivable|plausible)\s+"
+    r"that\b|\b(?:plausibly|conceivably|possibly)\b"
+    r"|\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:\w+\s+)?(?:tempted|inclined)\s+to\s+(?:say|think|believe|blame|guess|suspect|"
+    r"conclude)\b|\b(?:i|we)(?:'m|\s+am|\s+are|'re)?\s+lean(?:ing|s)?\s+(?:towards?|to)\b|\b(?:i|we)\s+(?:\w+\s+)?wonder\b"
+    r"|\bif\s+(?:my|our)\s+(?:[\w-]+\s+){0,5}?(?:is|are)\s+(?:right|correct|accurate)\b|\bif\s+(?:i'm|i\s+am|we're|we\s+are)\s+"
+    r"(?:right|correct|reading\s+(?:it|this|that|the\s+\w+)\s+(?:right|correctly))\b|\bif\s+(?:i|we)\s+(?:read|understand|"
+    r"understood)\s+(?:it|this|that|the\s+\w+)\s+(?:right|correctly)\b|\bassuming\s+(?:i|we)\s+(?:read|understand|understood)\b"
+    # … but not the code's or a library's premise described ("Accelerate steps it P times, on the assumption that the
+    # schedule counts batches": that is how the code reasons, not the agent hedging)
+    r"|\bthe\s+(?:idea|theory|hypothesis|notion|possibility|suspicion|suggestion|guess|hunch|conjecture|claim)\s+that\b"
+    r"|(?<!\bon\s)(?<!\bupon\s)\bthe\s+(?:assumption|premise)\s+that\b",
     re.IGNORECASE,
 )
 #: An "unverified" disclaimer ("not verified yet", "untested", "I haven't checked this"): the paragraph
@@ -541,11 +676,20 @@ UNVERIFIED = re.compile(
     r"|\byet\s+to\s+(?:be\s+)?(?:verif\w*|confirm\w*|test\w*|check\w*)"
     r"|\b(?:that's|that\s+is|this\s+is|it's)\s+(?:just\s+|only\s+)?(?:my|our|a|the)\s+(?:\w+\s+)?(?:guess|hypothesis|theory|bet|"
     r"suspicion|hunch|working\s+assumption|conjecture)"
-    r"|\bneed\s+(?:a|another|one\s+more|an?\s+\w+)\s+(?:run|test|probe|check|experiment|measurement)\s+to\s+(?:be\s+sure|"
+    r"|\bneeds?\s+(?:a|another|one\s+more|an?\s+\w+)\s+(?:run|test|probe|check|experiment|measurement)\s+to\s+(?:be\s+sure|"
     r"confirm|verify|tell|know)"
     r"|\b(?:let\s+me|i'll|i\s+will|i\s+need\s+to|i\s+must|we\s+need\s+to)\s+(?:\w+\s+)?(?:verify|check|confirm|test)\s+"
     r"(?:(?:this|it|that)\s+)?(?:first\s+)?before\s+(?:claiming|concluding|asserting|committing|being\s+sure|i\s+claim)"
-    r"(?:\s+(?:it|this|that|anything))?)"
+    r"(?:\s+(?:it|this|that|anything))?"
+    # round 2: "though I can't prove it yet", "I still need to run it", "pending a probe", "nothing run", "Just a
+    # reading of engine.py so far", "From reading only"
+    r"|\b(?:can't|cannot|can\s+not|couldn't)\s+(?:yet\s+)?(?:prove|confirm|verify|show)\s+(?:it|this|that)(?:\s+yet)?"
+    r"|\bstill\s+(?:need|have)\s+to\s+(?:run|check|verify|test|confirm|measure|probe)(?:\s+(?:it|this|that))?"
+    r"|\bpending\s+(?:a|the|an|some)\s+(?:[\w-]+\s+){0,2}?(?:probe|run|test|check|experiment|measurement|confirmation)s?"
+    r"|\bnothing\s+(?:run|tested|verified|checked|measured|confirmed|executed)(?:\s+(?:yet|so\s+far))?"
+    r"|\b(?:just|only|merely)\s+(?:a|my)\s+(?:\w+\s+)?(?:reading|guess|hunch|theory|hypothesis)(?:\s+(?:of|from)\s+\S+?)?"
+    r"(?:\s+so\s+far)?|\bfrom\s+(?:reading|the\s+code|the\s+source)\s+(?:only|alone)"
+    r"|\bwithout\s+(?:running|testing|having\s+(?:run|tested))\s+(?:anything|it|this|that))"
     r"(?=\s*(?:[.;,!)\]:\u2014\u2013]|$))",
     re.IGNORECASE | re.MULTILINE,
 )
@@ -577,7 +721,14 @@ REBUTTAL_START = re.compile(
     r"every)\s+(?:[\w-]+\s+){0,2}?(?:hypothesis|idea|theory|claim|code|note|logs?|trace|timeline|output|numbers|counts|"
     r"digests?|checkpoints?|metrics|source|profile|masks|weights|gradients|grads|values|norms|curves?|data|snapshots?|"
     r"caches?|attributes?|list|lr|loss(?:es)?|run|runs|probe|ranks?))\b"
-    r"|[\W_]*(?:testing|checking|trying)\s+(?:it|this|that)\b",
+    r"|[\W_]*(?:testing|checking|trying)\s+(?:it|this|that)\b"
+    # round 2: an experiment reported ("I checked and it isn't so", "I patched the divisor and reran: …", "To test it, I
+    # …", "Instrumented it, and …")
+    r"|[\W_]*(?:i|we)\s+(?:\w+\s+)?(?:checked|tested|verified|measured|probed)\s+(?:and|again|myself|it\s+myself)\b"
+    r"|[\W_]*(?:i|we)\s+(?:then\s+|also\s+|just\s+)?(?:patched|changed|swapped|moved|switched|replaced|deleted|removed|multiplied|"
+    r"divided|took|cut|hooked|re-?ran|reran|re-?ran|rewrote|forced|pinned|disabled|enabled|set|added|applied|tried|instrumented)\b"
+    r"|[\W_]*(?:to\s+(?:test|check|verify|rule\s+(?:it|this|that)\s+out)\s+(?:it|this|that)?\s*,?\s*(?:i|we)\b|"
+    r"(?:instrumented|patched|tested|checked|tried)\s+(?:it|this|that)\b)",
     re.IGNORECASE,
 )
 #: How many scopes of each kind a statement may open (bounded work on long or adversarial text), and how far
@@ -586,6 +737,13 @@ MAX_SCOPES = 256
 MAX_QUOTE = 3000
 QUOTES = {'"': '"', "\u201c": "\u201d", "\u00ab": "\u00bb"}
 PARAGRAPH_END = re.compile(r"\n[ \t]*\n")
+#: A paragraph that opens by saying what actually happens ("What actually goes wrong is …", "In fact, …", "The
+#: real cause: …"): a hypothesis label that opened the statement does not reach into it.
+ACTUAL_PARAGRAPH = re.compile(
+    r"\n[ \t]*\n[\W_]*(?:what\s+(?:actually|really)\b|actually\b|in\s+(?:fact|reality)\b|the\s+(?:real|actual|true)\s+"
+    r"(?:cause|problem|bug|issue|culprit|mechanism|explanation)\b)",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -684,7 +842,10 @@ def scopes(text: str) -> Scopes:
         if CONFIRMATION.search(label.group(0)) or SUPPORTED.search(label.group(0)):
             continue  # "My working theory, which the probe supports:" is put forward as confirmed
         opens_statement = not re.search(r"\w", text[: label.start()])
-        tentative.append((label.start(), len(text) if opens_statement else _paragraph_end(text, label.end())))
+        end = len(text) if opens_statement else _paragraph_end(text, label.end())
+        # a later paragraph that says what actually happens is the agent's own finding, not the label's
+        actual = ACTUAL_PARAGRAPH.search(text, label.end(), end)
+        tentative.append((label.start(), actual.start() if actual else end))
     for n, marker in enumerate(TENTATIVE.finditer(text)):
         if n >= MAX_SCOPES:
             break
@@ -818,6 +979,8 @@ def _reading(pattern: re.Pattern[str], match: re.Match[str], view: View, at: Ass
         return "withdrawn"
     if found.voiced(at.start):
         return "attributed"
+    if _denied_manner(view.text, match.start(), match.end()):
+        return "denied"
     if _denied_sentence(view.text, match.start()):
         if not _voiced_by_others(view.text, match.start()):
             return "denied"
@@ -922,7 +1085,9 @@ def _answered_no(text: str, at: int) -> bool:
     """Whether the match at ``at`` is in a yes/no question answered "no" at once ("Is it X? No: …")."""
     begin, stop = _prose_sentence(text, at)
     sentence = text[begin:stop]
-    asked = YES_NO_QUESTION.match(sentence) or MUSED_QUESTION.match(sentence)
+    asked = (
+        YES_NO_QUESTION.match(sentence) or MUSED_QUESTION.match(sentence) or DECLARATIVE_QUESTION.fullmatch(sentence)
+    )
     return bool(text.startswith("?", stop) and asked and ANSWER_NO.match(text, stop + 1))
 
 
@@ -938,9 +1103,27 @@ def _denied_sentence(text: str, at: int) -> bool:
         begin = lead.end()
     opening = SENTENCE_DENIAL.match(text, begin)
     if opening is None:
-        return False
+        # … or a clause after a colon opens so ("I can rule out the story here: it is not the case that X")
+        colon = text.rfind(": ", begin, at)
+        opening = SENTENCE_DENIAL.match(text, colon + 1) if colon != -1 else None
+        if opening is None or opening.end() > at + 1 and opening.start() > at:
+            return False
     contrast = CONTRAST.search(text, opening.end(), at)
     return contrast is None
+
+
+def _denied_manner(text: str, at: int, end: int) -> bool:
+    """Whether the match ``[at, end)`` lies in a clause that denies a manner and what it brings about ("The loss
+    is not normalised per rank in a way that makes DDP's gradient a mean of per-rank means"): the negation
+    reaches the words before "in a way that" and the consequence after it, up to a contrast ("; …", "but …")."""
+    begin, stop = _prose_sentence(text, at)
+    for manner in NEGATED_MANNER.finditer(text, begin, min(stop, end + MAX_SENTENCE)):
+        if manner.start() >= end:
+            break
+        contrast = CONTRAST.search(text, manner.end(), stop)
+        if at < (contrast.start() if contrast else stop) and not CONTRAST.search(text, begin, min(at, manner.start())):
+            return True
+    return False
 
 
 def _scoped(text: str, end: int) -> bool:
@@ -954,7 +1137,9 @@ def _voiced_by_others(text: str, at: int) -> bool:
     """Whether the sentence of ``at`` opens by voicing or reporting someone else's view ("Someone
     might say X", "A teammate claimed X"): not the agent's denial."""
     opening = SENTENCE_DENIAL.match(text, _prose_sentence(text, at)[0])
-    return opening is not None and not re.match(r"[\W_]*(?:not\b|it\b)", opening.group(0), re.IGNORECASE)
+    return opening is not None and not re.match(
+        r"[\W_]*(?:not|it|there|i|we|nothing|no)\b", opening.group(0), re.IGNORECASE
+    )
 
 
 def _candidate(text: str, at: int) -> str | None:
@@ -965,7 +1150,8 @@ def _candidate(text: str, at: int) -> str | None:
     confirmed after the match is not an option any more."""
     begin, stop = _prose_sentence(text, at)
     following = INLINE_ITEM.search(text, at + 1, stop)  # an inline list's next item: "…, (b) …"
-    if CONFIRMED.search(text, at, following.start() if following else stop):
+    item = _item(text, at)
+    if CONFIRMED.search(text, item[0] if item else at, following.start() if following else item[1] if item else stop):
         return None
     sentence = text[begin:stop]
     if HEDGED_ALTERNATIVES.match(sentence) and ALTERNATIVE.search(sentence):
@@ -985,6 +1171,18 @@ def _candidate(text: str, at: int) -> str | None:
             label = CANDIDATES.search(text[line_start : text.find("\n", line_start)])
             return _label_stance(label.group(0)) if label else None
     return None
+
+
+def _item(text: str, at: int) -> tuple[int, int] | None:
+    """The list item (one line) around ``at``, or ``None`` outside a list. A candidate confirmed anywhere in
+    its own item is no option any more ("3. The scheduler going through prepare(). This is it. Accelerate
+    wraps it …": the verdict is the item's second sentence and covers the item's later ones); a verdict
+    never reaches into the next item."""
+    line_start = text.rfind("\n", 0, at) + 1
+    if not LIST_ITEM.match(text, line_start):
+        return None
+    line_end = text.find("\n", at)
+    return line_start, min(line_end if line_end != -1 else len(text), at + MAX_SENTENCE)
 
 
 def _label_stance(label: str) -> str:
@@ -1074,6 +1272,9 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
                 and BACKREF.search(match.group(0)) is None
                 and ANAPHORIC_START.match(statement, begin) is None
                 and REBUTTAL_START.match(statement, begin) is None
+                # a verdict after an experiment that changed nothing is about the hypothesis the experiment tested
+                # ("chunk size made no difference and that's not it"), not about the sentence's own words
+                and NULL_RESULT.search(statement, begin, match.start()) is None
             )
             found.append(Withdrawal(match.start(), reach, wrong_only, begin if local else 0))
     return sorted(found, key=lambda w: w.start)
