@@ -66,15 +66,8 @@ def test_a_job_sees_what_a_users_torchrun_gives_it(monkeypatch: pytest.MonkeyPat
     assert overrides == ["train.lr=0.5", "bf16=true", "path=/x"]
 
 
-TORCH_SIDE = r"""
-import json, math, os, sys
-from pathlib import Path
-import torch
-sys.path[:0] = [HARNESSLIB]
-from artifacts import ArtifactError
-from readers import read_jsonl, read_state, read_rank_records, states, state_dict
-from compare import (Check, first_exceeding, max_abs_diff, max_abs_error, max_rel_error, rel_l2, replica_spread,
-                     sgd_step, structure_problem, trajectory, verdict)
+# What both runtime-side scripts start with: a label's call is refused with an ArtifactError, or "accepted".
+REFUSED = r"""
 tmp = Path(TMP)
 out = {}
 
@@ -84,6 +77,18 @@ def refused(label, call):
         out[label] = "accepted"
     except ArtifactError as err:
         out[label] = str(err)
+"""
+
+TORCH_SIDE = r"""
+import json, math, os, sys
+from pathlib import Path
+import torch
+sys.path[:0] = [HARNESSLIB]
+from artifacts import ArtifactError
+from readers import read_jsonl, read_state, read_rank_records, states, state_dict
+from compare import (Check, first_exceeding, max_abs_diff, max_abs_error, max_rel_error, rel_l2, replica_spread,
+                     sgd_step, structure_problem, trajectory, verdict)
+REFUSED_HELPER
 
 lines = [json.dumps({"step": k, "loss": 1.0 / (k + 1), "wall_time": 5.0}) for k in range(3)]
 (tmp / "ok.jsonl").write_text("\n".join(lines))
@@ -149,7 +154,7 @@ for grad in (torch.tensor([0.5, 0.25]), torch.tensor([-1.0, 2.0])):
     opt.step()
 out["sgd_matches_torch"] = float((p - q).abs().max())
 print(json.dumps(out))
-"""
+""".replace("REFUSED_HELPER\n", REFUSED, 1)
 
 
 def _run_in_runtime(runtime: Runtime, script: str, cwd: Path, env: dict[str, str] | None = None) -> dict[str, object]:
@@ -338,15 +343,7 @@ from safetensors.torch import save_file
 sys.path[:0] = [HARNESSLIB]
 from artifacts import ArtifactError
 from readers import read_safetensors
-tmp = Path(TMP)
-out = {}
-
-def refused(label, call):
-    try:
-        call()
-        out[label] = "accepted"
-    except ArtifactError as err:
-        out[label] = str(err)
+REFUSED_HELPER
 
 save_file({"w": torch.ones(2, 3), "h": torch.zeros(4, dtype=torch.bfloat16)}, str(tmp / "model.safetensors"))
 kept = read_safetensors(tmp / "model.safetensors", 1 << 20, None)
@@ -362,7 +359,7 @@ refused("garbage", lambda: read_safetensors(tmp / "garbage.safetensors", 1 << 20
 save_file({"ids": torch.arange(3)}, str(tmp / "ints.safetensors"))
 refused("ints", lambda: read_safetensors(tmp / "ints.safetensors", 1 << 20))
 print(json.dumps(out))
-"""
+""".replace("REFUSED_HELPER\n", REFUSED, 1)
 
 
 def test_safetensors_weights_are_read_bounded_and_typed(runtime: Runtime, tmp_path: Path) -> None:
