@@ -29,7 +29,8 @@ from gym_trainfail.admission import (
     write_record,
 )
 from gym_trainfail.cases import CaseSpec, load_case
-from gym_trainfail.cli import _parser, _write_admission_record, main
+from gym_trainfail.cli import _parser, main
+from gym_trainfail.cli.qualifying import write_admission_record
 from gym_trainfail.promises import check_promises
 from gym_trainfail.promises import to_json as promises_json
 from gym_trainfail.qualify import qualify
@@ -325,11 +326,11 @@ def test_qualify_writes_a_record_only_from_the_full_gate(
     before = record_path(case).read_bytes()
     digests = current_digests(case)
     for argv in (["--wrong-repairs", "--repeats", "1"], ["--repeats", "2"]):
-        _write_admission_record(_qualify_args(argv), case, result, digests)
+        write_admission_record(_qualify_args(argv), case, result, digests)
         assert "no admission record written" in capsys.readouterr().err
     # Nor does a gate whose case changed while it ran: its verdicts may be about two versions.
     full = _qualify_args(["--wrong-repairs", "--repeats", "2"])
-    _write_admission_record(full, case, result, {**digests, "case": "0" * 64})
+    write_admission_record(full, case, result, {**digests, "case": "0" * 64})
     assert "the case changed while the case was being qualified" in capsys.readouterr().err
     assert record_path(case).read_bytes() == before
 

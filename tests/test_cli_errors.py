@@ -97,7 +97,7 @@ def test_bracketed_text_in_an_error_survives(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     message = "[rank0]: the Docker SDK is missing; pip install 'gym-trainfail[docker]' [/] [bold]x"
-    monkeypatch.setattr(cli, "resolve_case", raising(TrainFailError(message)))
+    monkeypatch.setattr(cli.qualifying, "resolve_case", raising(TrainFailError(message)))
     assert cli.main(["qualify", CASE]) == 1
     assert one_error_line(capsys.readouterr().err) == f"error: {message}"
 
@@ -106,7 +106,7 @@ def test_the_ray_hint_survives(monkeypatch: pytest.MonkeyPatch, capsys: pytest.C
     from gym_trainfail.batch.ray_runner import load_ray
 
     monkeypatch.setitem(sys.modules, "ray", None)  # an import of ray now fails, as without the extra
-    monkeypatch.setattr(cli, "resolve_case", lambda _: load_ray())
+    monkeypatch.setattr(cli.qualifying, "resolve_case", lambda _: load_ray())
     assert cli.main(["qualify", CASE]) == 1
     assert (
         one_error_line(capsys.readouterr().err) == "error: the Ray runner needs Ray: pip install 'gym-trainfail[ray]'"
@@ -115,7 +115,7 @@ def test_the_ray_hint_survives(monkeypatch: pytest.MonkeyPatch, capsys: pytest.C
 
 def test_a_long_message_stays_on_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     message = "a message with\nseveral lines " + "and many words " * 20
-    monkeypatch.setattr(cli, "resolve_case", raising(TrainFailError(message)))
+    monkeypatch.setattr(cli.qualifying, "resolve_case", raising(TrainFailError(message)))
     assert cli.main(["qualify", CASE]) == 1
     assert one_error_line(capsys.readouterr().err) == "error: " + " ".join(message.split())
 
@@ -123,7 +123,7 @@ def test_a_long_message_stays_on_one_line(monkeypatch: pytest.MonkeyPatch, capsy
 def test_an_unexpected_exception_is_one_line_and_debug_shows_the_traceback(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(cli, "resolve_case", raising(RuntimeError("[rank0]: boom")))
+    monkeypatch.setattr(cli.qualifying, "resolve_case", raising(RuntimeError("[rank0]: boom")))
     assert cli.main(["qualify", CASE]) == 1
     line = one_error_line(capsys.readouterr().err)
     assert line.startswith("error: RuntimeError: [rank0]: boom") and line.endswith(
@@ -153,7 +153,7 @@ def test_doctor_table_keeps_bracketed_text(
     empty_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     hint = "no SDK; pip install 'gym-trainfail[docker]'"
-    monkeypatch.setattr(cli, "backend_status", lambda: {"docker": hint, "bwrap": None})
+    monkeypatch.setattr(cli.host, "backend_status", lambda: {"docker": hint, "bwrap": None})
     assert cli.main(["doctor"]) == 0
     assert "docker: " + hint in capsys.readouterr().out
 
@@ -161,12 +161,12 @@ def test_doctor_table_keeps_bracketed_text(
 def test_grader_reasons_keep_rank_prefixes(capsys: pytest.CaptureFixture[str]) -> None:
     outcome = ScenarioOutcome(scenario="ws2", kind="failure", status="fail", reason="[rank0]: loss [diverged]")
     receipt = Receipt(CASE, "a" * 64, "b" * 64, (outcome,), created=time.time(), duration_s=1.0)
-    cli._print_receipt(get_case(CASE), receipt)
+    cli.episodes.print_receipt(get_case(CASE), receipt)
     assert "[rank0]: loss [diverged]" in capsys.readouterr().out
 
 
 def test_progress_lines_are_not_markup(capsys: pytest.CaptureFixture[str]) -> None:
-    with cli._progress("[bold]building[/]") as progress:
+    with cli.common.spinner("[bold]building[/]") as progress:
         progress.both("pip install 'gym-trainfail[docker]'")
         progress.done("[rank1]: done")
     stderr = capsys.readouterr().err
@@ -208,7 +208,7 @@ def test_qualify_all_says_which_gate_refused(
         found.append(state)
         return code
 
-    monkeypatch.setattr(cli, "_qualify_one", fake)
+    monkeypatch.setattr(cli.qualifying, "qualify_one", fake)
     assert cli.main(["qualify", "--all", "--wrong-repairs", "--sandbox", "bwrap"]) == 1
     lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.startswith("TrainFail/")}
     assert "admitted, rubric refused" in lines[ids[0]] and "REFUSED" not in lines[ids[0]]

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from gym_trainfail.cases import load_case
-from gym_trainfail.cli import _judge, _parser
+from gym_trainfail.cli import _parser
+from gym_trainfail.cli.common import chosen_judge
 from gym_trainfail.diagnosis.judges import judge_statements
 from gym_trainfail.diagnosis.llm_judge import JUDGE_KEY_ENV, JUDGE_MODEL_ENV, LLMJudge, parse_answer
 from gym_trainfail.diagnosis.rubric import Rubric
@@ -174,16 +175,16 @@ def test_verdicts_are_cached_by_statement_rubric_and_model_and_the_key_stays_out
 def test_the_judge_is_configured_apart_from_the_agent(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(JUDGE_MODEL_ENV, raising=False)
     args = _parser().parse_args(["grade", "run", "--judge-model", "m", "--judge-base-url", "http://127.0.0.1:9/v1"])
-    judge = _judge(args)
+    judge = chosen_judge(args)
     assert judge is not None and judge.identity == "llm:m@http://127.0.0.1:9/v1"
-    assert _judge(_parser().parse_args(["grade", "run"])) is None  # the rubric judge
+    assert chosen_judge(_parser().parse_args(["grade", "run"])) is None  # the rubric judge
     monkeypatch.setenv(JUDGE_MODEL_ENV, "env-model")
-    configured = _judge(_parser().parse_args(["leaderboard", "run", "--judge-base-url", "http://127.0.0.1:9/v1"]))
+    configured = chosen_judge(_parser().parse_args(["leaderboard", "run", "--judge-base-url", "http://127.0.0.1:9/v1"]))
     assert configured is not None and configured.identity.startswith("llm:env-model@")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv(JUDGE_KEY_ENV, raising=False)
     with pytest.raises(Exception, match="TRAINFAIL_JUDGE_API_KEY"):
-        _judge(_parser().parse_args(["batch", "--out", "x", "--judge-model", "m"]))
+        chosen_judge(_parser().parse_args(["batch", "--out", "x", "--judge-model", "m"]))
 
 
 def test_denying_an_entailed_effect_is_a_wrong_explanation_for_the_llm_judge(rubric: Rubric) -> None:

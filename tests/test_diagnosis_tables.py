@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gym_trainfail.cli import _print_milestones
+from gym_trainfail.cli.episodes import print_milestones
 from gym_trainfail.diagnosis.milestones import MILESTONES
 from gym_trainfail.leaderboard.milestone_columns import diagnosis_columns, judge_label
 
@@ -40,7 +40,7 @@ def test_leaderboard_rows_carry_the_judge_and_its_heldout_recall() -> None:
 def test_grade_prints_the_judge_and_its_recall(
     capsys: pytest.CaptureFixture[str], judge: str, heldout: Any, title: str, bounded: bool
 ) -> None:
-    _print_milestones(_diagnosis(judge, heldout))
+    print_milestones(_diagnosis(judge, heldout))
     printed = " ".join(capsys.readouterr().out.split())
     assert title in printed
     assert ("upper bounds" in printed) is bounded

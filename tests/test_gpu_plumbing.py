@@ -342,7 +342,7 @@ def test_accelerator_option_selects_the_variant(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("TRAINFAIL_RUNTIME_VARIANT", "cpu")  # restored (to absent) after the test
     args = cli._parser().parse_args(["runtimes", "lock", "--arm", "control", "--accelerator", "cuda", "--dry-run"])
     assert (args.accelerator, args.dry_run) == ("cuda", True)
-    monkeypatch.setattr(cli, "_lock_plans", lambda a, arms: 0)
+    monkeypatch.setattr(cli.host, "lock_plans", lambda a, arms: 0)
     assert cli.main(["runtimes", "lock", "--arm", "control", "--accelerator", "cuda", "--dry-run"]) == 0
     assert os.environ["TRAINFAIL_RUNTIME_VARIANT"] == "cuda"
     # Every command that builds or runs something takes it (main sets it before the command).
