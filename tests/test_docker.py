@@ -146,7 +146,7 @@ def spec(tmp_path: Path, gpus: tuple[int, ...] = ()) -> ContainerSpec:
 def test_container_shape(tmp_path: Path) -> None:
     kwargs = container_kwargs(spec(tmp_path))
     assert kwargs["network_mode"] == "none" and kwargs["read_only"] is True
-    assert kwargs["user"] == "1000:1000" and kwargs["cap_drop"] == ["ALL"]
+    assert kwargs["user"] == "1000:1000" and kwargs["cap_drop"] == ["ALL"] and kwargs["cap_add"] == ["SYS_PTRACE"]
     assert kwargs["security_opt"] == ["no-new-privileges"] and kwargs["auto_remove"] is True
     assert (kwargs["mem_limit"], kwargs["memswap_limit"], kwargs["pids_limit"]) == (2 * GiB, 2 * GiB, 300)
     assert kwargs["tmpfs"] == {"/tmp": f"rw,exec,nosuid,nodev,mode=1777,size={GiB // 2}"}  # a quarter of memory

@@ -395,3 +395,12 @@ def test_a_process_can_trace_a_sibling_of_the_same_user_in_the_sandbox(box: Sand
     command = "python -c 'import time; time.sleep(60)' & target=$!; sleep 1; python tracer.py $target; kill $target"
     result = box.exec(["bash", "-c", command], timeout_s=60)
     assert result.exit_code == 0 and result.stdout.startswith("traced"), result.stdout + result.stderr
+
+
+def test_the_sandbox_user_holds_no_capability(box: Sandbox) -> None:
+    """Docker's container keeps SYS_PTRACE only for its seccomp profile (process_vm_readv, as
+    above): the sandbox user's processes hold no capability at all, so tracing stays the kernel's
+    same-user rule."""
+    result = box.exec(["bash", "-c", "grep -E '^Cap(Inh|Prm|Eff|Amb):' /proc/self/status"], timeout_s=60)
+    caps = dict(line.split(":\t") for line in result.stdout.splitlines())
+    assert len(caps) == 4 and set(caps.values()) == {"0000000000000000"}, result.stdout + result.stderr

@@ -194,6 +194,11 @@ def container_kwargs(spec: ContainerSpec) -> dict[str, Any]:
         "mounts": docker_mounts(spec),
         "working_dir": WORKSPACE,
         "cap_drop": ["ALL"],
+        # Only so that the engine's default seccomp profile lets process_vm_readv through, as the kernel
+        # would outside (py-spy, gdb -p on a sibling of the same user): the sandbox user is not root and
+        # no-new-privileges keeps it from ever holding the capability, so ptrace stays the kernel's
+        # same-user rule, as in bubblewrap (tests/test_hangs.py).
+        "cap_add": ["SYS_PTRACE"],
         "security_opt": ["no-new-privileges"],
         "ipc_mode": "private",
         "shm_size": shm_bytes(limits),
