@@ -244,17 +244,27 @@ def test_huge_arguments_are_recorded_as_bounded_previews(echo_env: TrainFailEnv)
     assert run_dir is not None
     act(echo_env, "shell", command="true")
     before = _record_bytes(run_dir)
-    huge = "A" * (10 * 10**6)
+    # Over the write's own limit (2 MiB) but within the action size rule (2,500,000 characters):
+    # the call is parsed, refused by write_file, and recorded as a bounded preview with a digest;
+    # its whole text is kept once in the object store (calls up to 4 MiB are), however often sent.
+    huge = "A" * 2_400_000
     for _ in range(2):
-        assert act(echo_env, "write_file", path="x.txt", content=huge).startswith("error: content is 10000000 bytes")
+        assert act(echo_env, "write_file", path="x.txt", content=huge).startswith("error: content is 2400000 bytes")
     assert _record_bytes(run_dir) - before < 50_000
     step = [e for e in read_events(run_dir / "ledger.jsonl") if e["event"] == "step"][-1]
     digest = hashlib.sha256(huge.encode()).hexdigest()
     assert step["arguments"]["path"] == "x.txt"
     assert step["arguments"]["content"].startswith("A" * 2000) and len(step["arguments"]["content"]) < 2200
-    assert step["elided"] == {"content": {"chars": 10**7, "bytes": 10**7, "sha256": digest, "stored": False}}
+    assert step["elided"] == {"content": {"chars": 2_400_000, "bytes": 2_400_000, "sha256": digest, "stored": True}}
+    assert (run_dir / "objects" / digest[:2] / digest[2:]).stat().st_size == 2_400_000
     record = read_transcript(run_dir)[-1]
     assert (record["arguments"], record["elided"]) == (step["arguments"], step["elided"])
+    # Past the action size rule the call is refused before it is parsed into arguments; its record
+    # stays as small.
+    before = _record_bytes(run_dir)
+    observation = act(echo_env, "write_file", path="x.txt", content="A" * (10 * 10**6))
+    assert observation.startswith("error: the action is 10,000,063 characters; the limit is 2,500,000")
+    assert _record_bytes(run_dir) - before < 50_000
 
     # A large call that can take effect is kept whole, once, in the run's object store: the
     # same blob as the file it wrote, so the checkpoint does not store it a second time.

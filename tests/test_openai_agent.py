@@ -200,7 +200,10 @@ def test_small_context_budget_truncates_old_outputs(echo_case: CaseSpec, episode
     assert result.reward == 1.0
     assert [r.outcome for r in server.requests] == [f"turn {n}" for n in range(1, 7)]
     prompts_sent = [r.usage["prompt_tokens"] for r in server.requests if r.usage]
-    assert prompts_sent[3] < prompts_sent[2]  # the fourth request was shortened below the third
+    # Each request adds a turn, so without shortening the prompts only grow: a request below its
+    # predecessor is old outputs cut (when depends on the size of the task and tool specs).
+    assert any(later < earlier for earlier, later in zip(prompts_sent, prompts_sent[1:], strict=False)), prompts_sent
+    assert max(prompts_sent) < context
     last = server.requests[-1]
     notice_tail = "characters omitted to fit the context window; repeat the call if you need them ...]"
     assert [notice_tail in text for text in tool_results(last)] == [True, True, True, False, False]
