@@ -79,7 +79,8 @@ def refused(label, call):
         out[label] = str(err)
 """
 
-TORCH_SIDE = r"""
+TORCH_SIDE = (
+    r"""
 import json, math, os, sys
 from pathlib import Path
 import torch
@@ -88,8 +89,9 @@ from artifacts import ArtifactError
 from readers import read_jsonl, read_state, read_rank_records, states, state_dict
 from compare import (Check, first_exceeding, max_abs_diff, max_abs_error, max_rel_error, rel_l2, replica_spread,
                      sgd_step, structure_problem, trajectory, verdict)
-REFUSED_HELPER
-
+"""
+    + REFUSED
+    + r"""
 lines = [json.dumps({"step": k, "loss": 1.0 / (k + 1), "wall_time": 5.0}) for k in range(3)]
 (tmp / "ok.jsonl").write_text("\n".join(lines))
 steps = read_jsonl(tmp / "ok.jsonl", index="step", fields=("loss", "lr"), count=3)
@@ -154,7 +156,8 @@ for grad in (torch.tensor([0.5, 0.25]), torch.tensor([-1.0, 2.0])):
     opt.step()
 out["sgd_matches_torch"] = float((p - q).abs().max())
 print(json.dumps(out))
-""".replace("REFUSED_HELPER\n", REFUSED, 1)
+"""
+)
 
 
 def _run_in_runtime(runtime: Runtime, script: str, cwd: Path, env: dict[str, str] | None = None) -> dict[str, object]:
@@ -335,7 +338,8 @@ def test_the_autocast_probe_sees_every_way_of_entering_an_autocast(runtime: Runt
     assert got["after_raise"] == "off" and got["left"] == 0, "an exception leaves no autocast entered"
 
 
-SAFETENSORS_SIDE = r"""
+SAFETENSORS_SIDE = (
+    r"""
 import json, os, sys
 from pathlib import Path
 import torch
@@ -343,8 +347,9 @@ from safetensors.torch import save_file
 sys.path[:0] = [HARNESSLIB]
 from artifacts import ArtifactError
 from readers import read_safetensors
-REFUSED_HELPER
-
+"""
+    + REFUSED
+    + r"""
 save_file({"w": torch.ones(2, 3), "h": torch.zeros(4, dtype=torch.bfloat16)}, str(tmp / "model.safetensors"))
 kept = read_safetensors(tmp / "model.safetensors", 1 << 20, None)
 out["kept"] = {k: [list(v.shape), str(v.dtype)] for k, v in sorted(kept.items())}
@@ -359,7 +364,8 @@ refused("garbage", lambda: read_safetensors(tmp / "garbage.safetensors", 1 << 20
 save_file({"ids": torch.arange(3)}, str(tmp / "ints.safetensors"))
 refused("ints", lambda: read_safetensors(tmp / "ints.safetensors", 1 << 20))
 print(json.dumps(out))
-""".replace("REFUSED_HELPER\n", REFUSED, 1)
+"""
+)
 
 
 def test_safetensors_weights_are_read_bounded_and_typed(runtime: Runtime, tmp_path: Path) -> None:
