@@ -7,6 +7,7 @@ loopback) replays scripted turns, reports usage and injects faults.
 from __future__ import annotations
 
 import inspect
+import itertools
 import json
 import os
 import signal
@@ -202,7 +203,7 @@ def test_small_context_budget_truncates_old_outputs(echo_case: CaseSpec, episode
     prompts_sent = [r.usage["prompt_tokens"] for r in server.requests if r.usage]
     # Each request adds a turn, so without shortening the prompts only grow: a request below its
     # predecessor is old outputs cut (when depends on the size of the task and tool specs).
-    assert any(later < earlier for earlier, later in zip(prompts_sent, prompts_sent[1:], strict=False)), prompts_sent
+    assert any(later < earlier for earlier, later in itertools.pairwise(prompts_sent)), prompts_sent
     assert max(prompts_sent) < context
     last = server.requests[-1]
     notice_tail = "characters omitted to fit the context window; repeat the call if you need them ...]"
