@@ -99,7 +99,8 @@ def tool_specs(workspace: str, device_description: str, output_limit: int) -> li
             "Waits while the devices are busy; time and device use are recorded. At the timeout every process of "
             "the job is stopped and what it printed so far is shown. "
             "Python processes print every thread's stack to stderr on SIGABRT (`kill -ABRT <pid>`, which ends "
-            "the process), e.g. `CMD & sleep 60; pkill -ABRT -P $!; wait` for the workers of a torchrun CMD.",
+            "the process), e.g. `CMD & sleep 60; pkill -ABRT -P $!; wait` for the workers of a torchrun CMD; "
+            "`torchrun --tee 3` prefixes each line with its rank, so ranks' stacks printed at once do not interleave.",
             {
                 "command": {"type": "string", "description": "bash command line"},
                 "devices": {"type": "integer", "minimum": 1, "description": "number of devices (ranks)"},

@@ -314,7 +314,7 @@ def test_a_hanging_job_returns_at_its_deadline_with_its_output_and_the_episode_g
 
 
 STACKS_JOB = (
-    f"{JOB} > job.log 2>&1 & pid=$!; "
+    f"{JOB.replace('torchrun ', 'torchrun --tee 3 ')} > job.log 2>&1 & pid=$!; "
     "until grep -q 'rank 0: round 1 of 1' job.log && grep -q 'rank 1: round 1 of 2' job.log; do sleep 1; done; "
     "sleep 2; pkill -ABRT -P $pid; wait $pid; cat job.log"
 )
@@ -323,8 +323,12 @@ STACKS_JOB = (
 def test_where_each_rank_waits_shows_in_the_jobs_output_on_sigabrt(hang_env: TrainFailEnv) -> None:
     observation, terminated, _, _ = act(hang_env, "run_job", command=STACKS_JOB, devices=2, timeout_s=300)
     assert "timed out" not in observation.splitlines()[1], observation[:400]
-    assert observation.count("Fatal Python error: Aborted") == 2, observation[-3000:]
-    assert "in all_reduce" in observation and "in recv" in observation  # rank 1's wait, rank 0's wait
+    # --tee 3 prefixes each rank's lines, so two stacks dumped at the same moment stay apart
+    for rank in (0, 1):
+        assert f"[default{rank}]:Fatal Python error: Aborted" in observation, observation[-3000:]
+    lines = observation.splitlines()
+    assert any(line.startswith("[default1]:") and "in all_reduce" in line for line in lines), observation[-3000:]
+    assert any(line.startswith("[default0]:") and "in recv" in line for line in lines), observation[-3000:]
     assert 'exchange/run.py", line' in observation and not terminated
     assert leftovers() == []
 
