@@ -70,8 +70,10 @@ def _one_sentence(text: str) -> bool:
     )
 
 
+#: The stance a frame must read as, or the stances it may read as.
+Stance = str | tuple[str | None, ...]
 #: name -> (frame, which fixtures it fits, expected (diagnosis, hypothesis) reading, expected stance)
-FRAMES: dict[str, tuple[Callable[[str], str], Callable[[str], bool], tuple[bool, bool], str]] = {
+FRAMES: dict[str, tuple[Callable[[str], str], Callable[[str], bool], tuple[bool, bool], Stance]] = {
     "labelled hypothesis": (lambda s: f"Hypothesis: {s}", _any, (False, True), "hypothesised"),
     "my hypothesis": (lambda s: f"My hypothesis, before running anything: {s}", _any, (False, True), "hypothesised"),
     "attributed, refuted": (lambda s: f'A colleague claims: "{s}" That\'s false.', _any, (False, False), "attributed"),
@@ -86,6 +88,23 @@ FRAMES: dict[str, tuple[Callable[[str], str], Callable[[str], bool], tuple[bool,
     "it is not true that": (lambda s: f"It is not true that {_clause(s)}.", _one_sentence, (False, False), "denied"),
     "edit: scratch that": (lambda s: f"{s}\n\nEdit: scratch that, I misread the code.", _any, (False, False),
                            "withdrawn"),
+    # round 6 (the v5 sets released): a mechanism said not to occur here, a bare "Ruled out" verdict, a label
+    # opening with an adjective that is no name, a withdrawal or a confirmation promised on a condition, a
+    # reading called a misreading, "I'm not buying it"
+    # (None: the frame's colon leaves a concept unmatched; the statement still counts for nothing)
+    "never happens here": (lambda s: f"{s.rstrip('.')}: that never happens in this codebase.", _one_sentence,
+                           (False, False), ("withdrawn", "denied", None)),
+    "ruled out, though": (lambda s: f"One candidate: {s}\nRuled out, though: the framework guarantees the opposite.",
+                          _one_sentence, (False, False), ("withdrawn", "denied")),
+    "unverified guess": (lambda s: f"Unverified guess: {s} Will confirm.", _any, (False, True), "hypothesised"),
+    "drop it on a condition": (lambda s: f"Before running anything, my leading candidate: {s}\nIf the next run "
+                               "disagrees, I'll drop it.", _any, (False, True), "hypothesised"),
+    "confirmed on a condition": (lambda s: f"Hypothesis: {s}\nIf the error grows with the rank count, this is "
+                                 "confirmed.", _any, (False, True), "hypothesised"),
+    "a misreading": (lambda s: f'A comment in the code says: "{s}" That misreads the code.', _any, (False, False),
+                     "attributed"),
+    "not buying it": (lambda s: f"A teammate thinks {_clause(s)}. I'm not buying it.", _one_sentence, (False, False),
+                      "attributed"),
     # the controls: the same statements held as the agent's own
     "attributed, endorsed": (lambda s: f'Priya says: "{s}" I agree.', _any, (True, True), "asserted"),
     "wrong guess retracted, then right": (lambda s: f"My first guess was the random seed, but that was wrong. {s}",
@@ -106,7 +125,8 @@ def test_every_rubric_reads_the_stance_frames_around_its_own_correct_fixtures(fo
         assert len(chosen) >= MIN_PER_FRAME, f"{folder}: too few correct fixtures fit the frame {name!r}"
         for statement in chosen:
             verdict = _judge(frame(statement), rubric)
-            if _readings(verdict) != expected or verdict.stance != stance:
+            allowed = (stance,) if isinstance(stance, str) else stance
+            if _readings(verdict) != expected or verdict.stance not in allowed:
                 misread.append(f"{name}: {_readings(verdict)}, {verdict.stance} for {statement[:80]!r}")
     assert misread == []
 

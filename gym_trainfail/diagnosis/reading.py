@@ -56,7 +56,9 @@ OMISSION = re.compile(
     r"\s+(?:(?:even|really|actually|properly|correctly)\s+)?(?:account(?:s|ed)?\s+for|pric(?:e|es|ed)|"
     r"charg(?:e|es|ed)|budget(?:s|ed)?\s+for|reserv(?:e|es|ed)\s+(?:memory\s+|room\s+)?for|"
     r"consider(?:s|ed)?(?:\s+(?:that|the\s+fact\s+that))?|take(?:s|n)?\s+into\s+account|factor(?:s|ed)?\s+in|"
-    r"allow(?:s|ed)?\s+for|count(?:s|ed)?|includ(?:e|es|ed)|cover(?:s|ed)?|reflect(?:s|ed)?)\b",
+    r"allow(?:s|ed)?\s+for|count(?:s|ed)?|includ(?:e|es|ed)|cover(?:s|ed)?|reflect(?:s|ed)?|"
+    # "it has no notion that X", "no idea of X", "no term for X": the subject is unaware of X, which holds
+    r"(?:notion|idea|knowledge|awareness|concept)\s+(?:that|of)|(?:term|model|line)\s+for)\b",
     re.IGNORECASE,
 )
 #: The agent (or its team) as the subject of a negated omission verb: "I don't consider that X" doubts X,
@@ -65,7 +67,10 @@ SPEAKER = re.compile(r"\b(?:i|we)(?:\s+(?:do|did|really|just|still|simply))*\s*$
 #: Phrases built from a negation word that do not negate ("not only", "no longer").
 NOT_NEGATION = re.compile(
     r"\bnot\s+(?:only|just|merely|simply|least|surprising\w*)\b|\bno\s+(?:longer|doubt|wonder|matter)\b|"
-    r"\bif\s+not\b|\bwhether\s+or\s+not\b",
+    r"\bif\s+not\b|\bwhether\s+or\s+not\b"
+    # an imperative that warns against what the code does ("# Do NOT compute the aux term on unwrap(ddp)")
+    r"|(?:^|(?<=[.!?#]\s)|(?<=\n))[\W_]*(?:do\s+not|don't|never)(?=\s+(?:compute|call|use|run|route|apply|pass|build|"
+    r"create|put|send|take|skip)\b)",
     re.IGNORECASE,
 )
 NEITHER = re.compile(r"\bneither\b", re.IGNORECASE)
@@ -328,7 +333,24 @@ REFUTATION = re.compile(
     r"|\bnone\s+of\s+(?:this|that|it|these|those|the\s+above)\s+(?:\w+\s+)?(?:happens|happened|is\s+(?:true|the\s+case|"
     r"happening|right|correct)|applies|holds|occurs|is\s+what\s+happens)\b"
     # … a preamble, then "no" ("On reflection, no:", "Second pass, after printing the tensors: no, …")
-    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[^.!?\n]{0,60}?[,:]\s*(?:no|nope)\s*(?:[.!,;:]|\s[\u2014\u2013-]+\s|[\u2014\u2013])",
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[^.!?\n]{0,60}?[,:]\s*(?:no|nope)\s*(?:[.!,;:]|\s[\u2014\u2013-]+\s|[\u2014\u2013])"
+    # round 3, one class each: a reading called a misreading ("That misreads the code"), a claim false for this code
+    # ("That's wrong for this code", "is simply false for this repository"), "Impossible here:", "I'm not buying it",
+    # "I don't think that reading is right", a bare verdict label ("Ruled out, though:"), and a mechanism named and then
+    # said not to occur in this code ("X: that never happens in this loop", "X does not occur in this code")
+    r"|\b(?:that|this|which)\s+misreads?\b"
+    r"|\b(?:that's|that\s+is|this\s+is|it's|it\s+is)\s+(?:simply\s+|just\s+|plainly\s+)?(?:wrong|false|incorrect|untrue)\s+"
+    r"(?:for|in|about)\s+(?:this|our|the)\s+(?:code|codebase|repo\w*|version|setup|loop|project|pipeline)\b"
+    r"|\b(?:is|are)\s+(?:simply\s+|just\s+|plainly\s+)?(?:false|untrue)\s+(?:for|in)\s+(?:this|our)\s+(?:code|codebase|repo\w*|"
+    r"version|setup|loop|project|pipeline)\b"
+    rf"|{_START}[\W_]*impossible\b(?=\s*(?:[:,.;!\u2014\u2013]|\s-\s|here\b|in\s+(?:this|our)\b|for\s+(?:this|our|us)\b))"
+    r"|\b(?:i'm|i\s+am|we're|we\s+are)\s+not\s+buying\s+(?:it|that|this)\b"
+    r"|\b(?:i|we)\s+(?:don't|do\s+not)\s+(?:think|believe)\s+(?:that|this|the|their|his|her)\s+(?:\w+\s+)?(?:reading|claim|"
+    r"theory|idea|explanation|story|diagnosis|interpretation)\s+is\s+(?:right|correct|true|accurate)\b"
+    rf"|{_START}[\W_]*ruled\s+out\s*(?:,\s*(?:though|however|then|sadly|unfortunately)\s*)?(?:[:,.;!\u2014\u2013]|\s-\s)"
+    r"|\b(?:that|this|which)\s+(?:simply\s+)?never\s+(?:happens|occurs)\s+(?:here|in\s+(?:this|our)\s+[\w-]+)\s*(?=[.;:!,]|$)"
+    r"|\b(?:doesn't|does\s+not|don't|do\s+not)\s+(?:occur|happen)\s+in\s+(?:this|our)\s+(?:code|codebase|repo\w*|loop|"
+    r"setup|pipeline|project)\s*(?=[.;:!,]|$)",
     re.IGNORECASE,
 )
 #: Words before a refutation that are not a claim of their own ("Edit:", "Update: the probe …").
@@ -356,13 +378,15 @@ BACKREF = re.compile(
 )
 #: A sentence opening with an anaphor ("That would be a fair guess, but it isn't what this code does"):
 #: a refutation in it is about what came before.
-ANAPHORIC_START = re.compile(r"[\W_]*(?:that|this)\s+(?:would|might|could|is|was|sounds|seems|looks)\b", re.IGNORECASE)
+ANAPHORIC_START = re.compile(
+    r"[\W_]*(?:that|this)\s+(?:would|might|could|is|was|sounds|seems|looks|(?:simply\s+)?never)\b", re.IGNORECASE
+)
 #: A retraction that only dismisses ("ignore that"): after a remark in its own sentence ("the CSV logger
 #: warns about fp16, ignore that") it dismisses that remark, not everything before.
 DISMISSAL = re.compile(r"(?:disregard|ignore)\s+(?:that|this)", re.IGNORECASE)
 #: Where a withdrawal's reach ends (matches before this point in its clause are taken back).
 WITHDRAWAL_END = re.compile(r"[;!?\n]|[.:](?=\s|$)|\s[-–—]+\s")
-SENTENCE_BREAK = re.compile(r"[!?\n]|[.][\x22\u201d\u2019]*(?=\s|$)")
+SENTENCE_BREAK = re.compile(r"[!?](?!=)|\n|[.][\x22\u201d\u2019]*(?=\s|$)")  # "!=" is an operator, not an exclamation
 #: A sentence that only supposes ("If …, … would", "Suppose …").
 CONDITIONAL = re.compile(
     r"\W*(?:if|what\s+if|suppose|supposing|assuming|imagine|hypothetically|in\s+(?:principle|theory)|theoretically|"
@@ -379,7 +403,7 @@ ANAPHORIC_IF = re.compile(
     re.IGNORECASE,
 )
 #: Where a sentence ends for :data:`CONDITIONAL` (a line break inside a paragraph does not end it).
-PROSE_SENTENCE_END = re.compile(r"[!?]|[.][\x22\u201d\u2019]*(?=\s|$)|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
+PROSE_SENTENCE_END = re.compile(r"[!?](?!=)|[.][\x22\u201d\u2019]*(?=\s|$)|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
 MODAL = re.compile(r"\b(?:were|would|could|might)\b", re.IGNORECASE)
 #: A counterfactual with its condition after it ("X would make Y if accumulation were above 1").
 COUNTERFACTUAL = re.compile(
@@ -543,7 +567,9 @@ _NAME = (
     r"Cause|Fix|Result|Plan|Step|Rank|Ranks|Loss|Code|Python|Torch|PyTorch|Accelerate|Megatron|Transformers|"
     r"Trainer|I|We|You|If|When|While|Because|Since|Maybe|Perhaps|Possibly|Probably|Likely|Most|Some|Someone|"
     r"Somebody|Everyone|Nobody|Why|How|Where|Who|Yes|Nope|Actually|Also|Hmm|Wait|Well|Ok|Okay|Still|Yet|"
-    r"Either|Neither|Only|Even|Just|Instead|Again|First|Second|Next|Finally|Later|Earlier|Initially)\b)"
+    r"Either|Neither|Only|Even|Just|Instead|Again|First|Second|Next|Finally|Later|Earlier|Initially|"
+    # adjectives that open a hypothesis label ("Unverified guess:", "Wild guess:"), not a person's name
+    r"Un[a-z]+ed|Wild|Educated|Rough|Quick|Gut|Working|Leading|Tentative|Best|Current|Main|Top|Early)\b)"
     r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?\b)"
 )
 #: Someone other than the agent as a subject ("Priya", "a colleague", "the previous on-call", "the ticket").
@@ -617,20 +643,22 @@ ENDORSEMENT = re.compile(
 HYPOTHESIS_LABEL = re.compile(
     r"(?:(?<=^)|(?<=\n)|(?<=[.!?]\s))[\W_]*(?:[A-Za-z][\w'-]*(?:\s+[\w'-]+){0,3},\s+)?(?:(?:my|our|a|the|one|working|initial|"
     r"current|leading|main|first|second|third|tentative|pre-?run|new|only|best|prime|top|another|possible|candidate|unproven|"
-    r"untested|unverified|unconfirmed|pending|speculative|rough|quick|gut|potential|\w+-run)[\s,]+){0,3}(?:hypothesis|theory|"
+    r"untested|unverified|unconfirmed|unchecked|untried|pending|speculative|rough|quick|gut|potential|wild|educated|"
+    r"\w+-run)[\s,]+){0,3}(?:hypothesis|theory|"
     r"suspicion|conjecture|guess|hunch|suspect|possibility|candidate|candidate\s+(?:cause|explanation|mechanism)|"
     r"possible\s+(?:cause|explanation|mechanism)|idea|lead|bet|wager|speculation|instinct|intuition|"
     r"(?:tentative|provisional|preliminary|unconfirmed|unverified|untested|unproven|pending|speculative|working)\s+"
-    r"[\w-]+(?:\s+[\w-]+)?|money\s+is\s+on\s+(?:this|that|it))\b(?:\s*#?\d+)?(?:\s*\([^)\n]{0,60}\)|\s*,[^:\n.!?]{0,120}?|"
+    r"[\w-]+(?:\s+[\w-]+)?|money\s+is\s+on\s+(?:this|that|it))\b(?:\s*#?\d+)?(?:\s*\([^)\n]{0,100}\)|\s*,[^:\n.!?]{0,120}?|"
     r"\s+(?:for|about|on|re)\s+[^:\n.!?,]{0,40}?|\s+(?:to\s+(?:test|check|verify|confirm|probe|rule\s+out)|worth\s+(?:testing|"
-    r"checking)|under\s+test|for\s+now|so\s+far|before\s+(?:running|testing)\s+anything))?"
+    r"checking)|under\s+test|for\s+now|so\s+far|before\s+(?:running|testing|touching|changing)\s+anything|before\s+any\s+(?:runs?|tests?|experiments?)|before\s+(?:i|we)\s+"
+    r"(?:run|test|touch|change|try)\s+anything))?"
     r"(?:\s*:|\s+[\u2014\u2013]\s|\s+--?\s)",
     re.IGNORECASE,
 )
 #: A sentence put forward tentatively: "I suspect", "my hypothesis is", "maybe", "it might be that", "one
 #: candidate is". Hedges of degree ("most likely", "probably", "I think") commit and are not here.
 TENTATIVE = re.compile(
-    r"\b(?:i|we)(?:'d|\s+would)\s+(?:guess|bet|wager|speculate)\b"
+    r"\b(?:i|we)(?:'d|\s+would)\s+(?:guess|bet|wager|speculate)\b(?!\s+on\s+(?:it|this|that)\b)"
     r"|\b(?:i|we)\s+(?:\w+\s+)?(?:suspect|suspected|hypothesi[sz]e|hypothesi[sz]ed|conjecture|speculate|"
     r"would\s+guess|'d\s+guess|guess|am\s+guessing|'m\s+guessing|bet)\b(?!\s+(?:not|so)\b)"
     r"|\bmy\s+(?:\w+\s+){0,2}?(?:hypothesis|theory|guess|suspicion|hunch|bet|conjecture|working\s+assumption)\s+"
@@ -641,6 +669,7 @@ TENTATIVE = re.compile(
     r"|(?:^|(?<=[\n.!?:;]\s)|(?<=\n))[\W_]*(?:could|might|may)\s+(?:well\s+)?be\s+(?:that|the|a|an)\b"
     r"|\b(?:one|a|another|the)\s+(?:possible|plausible|candidate|potential)\s+(?:explanation|cause|reason|mechanism|"
     r"culprit)\s+(?:is|was|would\s+be)\b|\b(?:one|a|another)\s+(?:candidate|possibility|idea|option)\s+(?:is|was)\b"
+    r"|\bmy\s+(?:\w+\s+)?(?:candidate|suspect|lead)\s+(?:is|was)\b"
     r"|\b(?:i|we)\s+(?:\w+\s+)?(?:considered|wondered|was\s+wondering|am\s+wondering|'m\s+wondering)\b"
     r"|\btentatively\b|\bas\s+a\s+(?:working\s+)?hypothesis\b"
     r"|\b(?:i|we)\s+have\s+(?:a|an)\s+(?:\w+\s+)?(?:hunch|feeling|inkling|suspicion|guess|theory|hypothesis)\b"
@@ -689,7 +718,11 @@ UNVERIFIED = re.compile(
     r"|\bnothing\s+(?:run|tested|verified|checked|measured|confirmed|executed)(?:\s+(?:yet|so\s+far))?"
     r"|\b(?:just|only|merely)\s+(?:a|my)\s+(?:\w+\s+)?(?:reading|guess|hunch|theory|hypothesis)(?:\s+(?:of|from)\s+\S+?)?"
     r"(?:\s+so\s+far)?|\bfrom\s+(?:reading|the\s+code|the\s+source)\s+(?:only|alone)"
-    r"|\bwithout\s+(?:running|testing|having\s+(?:run|tested))\s+(?:anything|it|this|that))"
+    r"|\bwithout\s+(?:running|testing|having\s+(?:run|tested))\s+(?:anything|it|this|that)"
+    # round 3: a terse note's promise to test what it just put forward ("Will confirm.", "To verify.", "Going to
+    # verify.", "Testing next.") as a sentence of its own
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:will|going\s+to|to)\s+(?:confirm|verify|check|test)|testing\s+next|will\s+know\s+after)"
+    r"(?:\s+[^.!?\n]{0,60})?)"
     r"(?=\s*(?:[.;,!)\]:\u2014\u2013]|$))",
     re.IGNORECASE | re.MULTILINE,
 )
@@ -856,7 +889,12 @@ def scopes(text: str) -> Scopes:
         if n >= MAX_SCOPES:
             break
         tentative.append((_paragraph_start(text, disclaimer.start()), _prose_sentence(text, disclaimer.start())[1]))
-    confirmations = tuple(m.start() for _, m in zip(range(MAX_SCOPES), CONFIRMATION.finditer(text), strict=False))
+    # a confirmation promised on a condition ("If it drops with TP size this is confirmed") confirms nothing yet
+    confirmations = tuple(
+        m.start()
+        for _, m in zip(range(MAX_SCOPES), CONFIRMATION.finditer(text), strict=False)
+        if CONDITIONAL.match(text, max(_prose_sentence(text, m.start())[0], text.rfind("\n", 0, m.start()) + 1)) is None
+    )
     return Scopes(tuple(attributed), tuple(tentative), confirmations)
 
 
@@ -1054,6 +1092,9 @@ def _hypothetical(text: str, at: int) -> bool:
     begin, stop = _prose_sentence(text, at)
     sentence = text[begin:stop]
     if (_supposes(text, begin, sentence) or ONLY_IF.search(sentence)) and MODAL.search(sentence):
+        return True
+    semicolon = text.rfind(";", begin, at)  # "…; if X came from Y, Z would …": a conditional clause of its own
+    if semicolon != -1 and CONDITIONAL.match(text, semicolon + 1, stop) and MODAL.search(text, semicolon + 1, stop):
         return True
     counterfactual = COUNTERFACTUAL.search(text, begin, stop)
     if counterfactual and counterfactual.start() >= at - MAX_SENTENCE:
@@ -1266,6 +1307,8 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
             target = _target(statement, match, reach)
             wrong_only = any(p.search(target) for p in wrong_patterns)
             begin = _sentence_start(statement, match.start())
+            if CONDITIONAL.match(statement, begin) is not None:
+                continue  # a withdrawal promised on a condition ("If the one-rank run is off too, I'll drop this")
             local = (
                 (kind == "refutation" or DISMISSAL.fullmatch(match.group(0)) is not None)
                 and PREAMBLE.fullmatch(statement, begin, match.start()) is None
