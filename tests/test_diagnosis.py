@@ -17,7 +17,7 @@ from gym_trainfail.cases import CaseSpec, load_case
 from gym_trainfail.diagnosis.engagement import engagement
 from gym_trainfail.diagnosis.evidence import collect
 from gym_trainfail.diagnosis.fixtures import check_fixtures
-from gym_trainfail.diagnosis.judges import RubricJudge, judge_statements
+from gym_trainfail.diagnosis.judges import RubricJudge, code_digest, judge_statements
 from gym_trainfail.diagnosis.milestones import MILESTONES, diagnose
 from gym_trainfail.diagnosis.rubric import Rubric
 from gym_trainfail.diagnosis.symptoms import MAX_MATCHES, Job, detect
@@ -218,6 +218,29 @@ def test_verdicts_are_cached_by_statements_rubric_and_judge(rubric: Rubric, judg
     assert first == again and Counting.calls == 2 and len(list(judgements.iterdir())) == 2
     judge_statements([*statements, "a new one"], rubric, Counting())  # per statement: only the new one is judged
     assert Counting.calls == 3 and len(list(judgements.iterdir())) == 3
+
+
+def test_a_change_to_the_judges_code_is_never_served_stale_verdicts(
+    rubric: Rubric, judgements: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache key holds the judges' code: a reader that now reads a statement differently is
+    asked again, not answered from what the old reader said under the same rubric."""
+
+    class Counting(RubricJudge):
+        calls = 0
+
+        def judge(self, statement: str, rubric: Rubric) -> Any:
+            Counting.calls += 1
+            return super().judge(statement, rubric)
+
+    statements = ["ANSWER is 41 but the README documents 42."]
+    judge_statements(statements, rubric, Counting())
+    judge_statements(statements, rubric, Counting())
+    assert Counting.calls == 1
+    assert len(code_digest()) == 64 and code_digest() == code_digest()
+    monkeypatch.setattr("gym_trainfail.diagnosis.judges.code_digest", lambda: "0" * 64)  # an edited reading.py
+    judge_statements(statements, rubric, Counting())
+    assert Counting.calls == 2 and len(list(judgements.iterdir())) == 2
 
 
 # -- the symptom detector ----------------------------------------------------------------------

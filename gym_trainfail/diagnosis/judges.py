@@ -11,11 +11,12 @@ per concept, with the span of the statement that carries it (:class:`Verdict` ``
 where one of its phrasings matches anywhere in the statement and :mod:`.reading` finds the match
 neither negated, denied nor withdrawn. :class:`~.llm_judge.LLMJudge` asks a model behind any
 OpenAI-compatible endpoint for a per-concept answer with exact quotes, which the code checks.
-:func:`judge_statements` caches verdicts per (statement text, rubric, judge).
+:func:`judge_statements` caches verdicts per (statement text, rubric, judge and its code).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,8 +31,20 @@ from gym_trainfail.paths import home
 EXCERPT_CHARS = 300
 #: A quote kept as evidence is cut to this many characters.
 QUOTE_CHARS = 400
-#: Bump when judging changes, so cached verdicts are recomputed.
+#: Bump when the cached verdict's format changes (a change to the judges' code is caught by
+#: :func:`code_digest`).
 JUDGE_CACHE_VERSION = 18
+#: The modules a verdict depends on, besides the rubric and the statement.
+JUDGE_MODULES = ("judges.py", "reading.py", "rubric.py", "llm_judge.py")
+
+
+@functools.cache
+def code_digest() -> str:
+    """Digest of the judges' code (:data:`JUDGE_MODULES`): part of every cache key, so a verdict is
+    reused only by the code that made it (a reader change once went unnoticed behind a cache keyed by
+    the rubric alone, and fixtures it broke still read as passing)."""
+    here = Path(__file__).parent
+    return bytes_digest(b"".join(name.encode() + b"\0" + (here / name).read_bytes() for name in JUDGE_MODULES))
 
 
 @dataclass(frozen=True)
@@ -193,12 +206,15 @@ def _excerpt(text: str) -> str:
 def judge_statements(
     statements: Sequence[str], rubric: Rubric, judge: Judge, *, cache_dir: Path | None = None
 ) -> list[Verdict]:
-    """Verdicts on ``statements`` (in order), each cached by (statement text, rubric, judge);
+    """Verdicts on ``statements`` (in order), each cached by (statement text, rubric, judge and the
+    judges' code, :func:`code_digest`);
     an undecided verdict is not cached, so it is asked again next time."""
     folder = cache_dir or home() / "judgements"
     verdicts = []
     for text in statements:
-        key = bytes_digest(json.dumps([JUDGE_CACHE_VERSION, judge.identity, rubric.digest, text]).encode("utf-8"))
+        key = bytes_digest(
+            json.dumps([JUDGE_CACHE_VERSION, code_digest(), judge.identity, rubric.digest, text]).encode("utf-8")
+        )
         path = folder / f"{key}.json"
         verdict = _cached(path)
         if verdict is None:

@@ -289,7 +289,8 @@ REFUTATION = re.compile(
     r"(?:idea|theory|hypothesis|explanation)\b|\bdead\s+end\b|\b(?:didn't|did\s+not)\s+pan\s+out\b"
     r"|\b(?:doesn't|does\s+not|don't|do\s+not|didn't|did\s+not)\s+(?:fit|match)\s+(?:the\s+(?:data|numbers|evidence|"
     r"measurements?|logs?|trace)|what\s+(?:i|we)\s+(?:see|saw|measured|found))\b"
-    r"|\b(?:is|was|are|were)\s+(?:not\s+supported|inconsistent\s+with|contradicted)\b"
+    # a claim (not a quantity: "the prices are inconsistent with the real footprint" is a finding) found unsupported
+    rf"|\b(?:{_CLAIMS}|it|this|that|which|they)\s+(?:is|was|are|were)\s+(?:not\s+supported|inconsistent\s+with|contradicted)\b"
     # round 2, one class each: an anaphor that cannot be ("That can't be, because …", "this cannot be what happens
     # here"; not "it can't be that X", a denial of X), is not so / not happening, does not hold / happen (at the end
     # of its clause: "it doesn't happen for the last micro-batch" is a claim)
@@ -345,6 +346,7 @@ REFUTATION = re.compile(
     r"version|setup|loop|project|pipeline)\b"
     rf"|{_START}[\W_]*impossible\b(?=\s*(?:[:,.;!\u2014\u2013]|\s-\s|here\b|in\s+(?:this|our)\b|for\s+(?:this|our|us)\b))"
     r"|\b(?:i'm|i\s+am|we're|we\s+are)\s+not\s+buying\s+(?:it|that|this)\b"
+    rf"|{_START}[\W_]*not\s+(?:convinced|buying\s+it)\b"
     r"|\b(?:i|we)\s+(?:don't|do\s+not)\s+(?:think|believe)\s+(?:that|this|the|their|his|her)\s+(?:\w+\s+)?(?:reading|claim|"
     r"theory|idea|explanation|story|diagnosis|interpretation)\s+is\s+(?:right|correct|true|accurate)\b"
     rf"|{_START}[\W_]*ruled\s+out\s*(?:,\s*(?:though|however|then|sadly|unfortunately)\s*)?(?:[:,.;!\u2014\u2013]|\s-\s)"
@@ -404,7 +406,7 @@ ANAPHORIC_IF = re.compile(
 )
 #: Where a sentence ends for :data:`CONDITIONAL` (a line break inside a paragraph does not end it).
 PROSE_SENTENCE_END = re.compile(r"[!?](?!=)|[.][\x22\u201d\u2019]*(?=\s|$)|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
-MODAL = re.compile(r"\b(?:were|would|could|might)\b", re.IGNORECASE)
+MODAL = re.compile(r"\b(?:were|would|could|might|likely|probably)\b", re.IGNORECASE)
 #: A counterfactual with its condition after it ("X would make Y if accumulation were above 1").
 COUNTERFACTUAL = re.compile(
     r"\bwould\b[^.;!?]{0,200}?\bif\s+(?:\w+\s+){1,6}?(?:were|had\s+been|was\s+ever|did)\b", re.IGNORECASE
@@ -576,8 +578,12 @@ _NAME = (
 _OTHER = (
     rf"(?:(?:{_NAME}|(?:he|she|they|someone|somebody|people|others|everyone)|"
     rf"(?:a|an|one|another|my|our|the|some|their|his|her|this|that)\s+(?:[\w-]+\s+){{0,2}}?{_PERSON}"
-    rf"|(?:a|an|one|another|the|some|their|his|her|this|that)\s+(?:[\w-]+\s+){{0,2}}?{_DOCUMENT})"
-    rf"(?:\s+(?:on|in|from|at|of)\s+(?:the\s+|our\s+|my\s+|a\s+)?(?:[\w-]+\s+){{0,2}}?[\w-]+)?)"
+    rf"|(?:a|an|one|another|the|some|their|his|her|this|that)\s+(?:[\w-]+\s+){{0,2}}?{_DOCUMENT}"
+    # a numbered report ("Issue #23986 says", "PR 8624 claims")
+    r"|(?:[\w-]+\s+)?(?:issue|pr|pull\s+request|ticket|bug)\s*#?\d+)"
+    rf"(?:\s+(?:on|in|from|at|of)\s+(?:the\s+|our\s+|my\s+|a\s+)?(?:[\w-]+\s+){{0,2}}?[\w-]+)?"
+    # … and a parenthetical after it ("The upstream issue (#34242) claims")
+    r"(?:\s*\([^()\n]{1,40}\))?)"
 )
 #: Verbs that report a claim without endorsing it ("says", "claims", "thinks"); factive ones ("pointed
 #: out", "showed", "found") presuppose the claim true and are not here.
@@ -588,7 +594,7 @@ _REPORT = (
     r"hypothesi[sz]e[sd]?|suspects?|suspected|mentions?|mentioned|posted|posits?|posited|concludes?|concluded|"
     r"speculates?|speculated|theori[sz]e[sd]?|alleges?|alleged|told\s+(?:me|us)|(?:is|was|are|were)\s+"
     r"(?:convinced|sure|certain|adamant)|swears|swore|puts?\s+it\s+down\s+to|pins?\s+it\s+on|pinned\s+it\s+on|"
-    r"attribute[sd]?\s+(?:it|this|that|the\s+\w+)\s+to)"
+    r"attribute[sd]?\s+(?:it|this|that|the\s+\w+)\s+to|reads?\s+(?:it|this|that)\s+as)"
 )
 _REPORT_ADVERB = (
     r"(?:(?:also|first|initially|originally|earlier|confidently|still|now|once|apparently|previously|"
@@ -604,6 +610,7 @@ ATTRIBUTION = re.compile(
     r"(?:\s*:|\s+(?:is|was)\b(?!\s+(?:\w+\s+)?(?:right|correct|spot\s+on|accurate|wrong|mistaken|false)\b)(?:\s+that\b)?"
     r"|\s+(?:says?|said|reads?|claims?|goes|went)\b(?:\s+that\b)?)"
     r"|according\s+to\s+(?:[\w'.-]+\s+){0,4}?[\w'.-]+\s*[,:]"
+    rf"|(?:(?:a|the|my|our|one)\s+)?{_PERSON}\s*:(?=\s)"
     r"|(?:quoting|citing|paraphrasing)\s+[^:\n.!?]{1,60}?:"
     r"|(?:quoting|from|per|citing)\s+(?:the\s+|a\s+|an\s+|our\s+|my\s+)?(?:[\w-]+\s+){0,2}?"
     rf"(?:{_PERSON}|{_DOCUMENT}|{_CLAIM_NOUN})\s*:"
@@ -721,6 +728,7 @@ UNVERIFIED = re.compile(
     r"|\bwithout\s+(?:running|testing|having\s+(?:run|tested))\s+(?:anything|it|this|that)"
     # round 3: a terse note's promise to test what it just put forward ("Will confirm.", "To verify.", "Going to
     # verify.", "Testing next.") as a sentence of its own
+    r"|\bto\s+find\s+out"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:will|going\s+to|to)\s+(?:confirm|verify|check|test)|testing\s+next|will\s+know\s+after)"
     r"(?:\s+[^.!?\n]{0,60})?)"
     r"(?=\s*(?:[.;,!)\]:\u2014\u2013]|$))",
@@ -918,10 +926,12 @@ def _claim_end(text: str, at: int) -> tuple[int, bool]:
 
 
 def _endorsed(text: str, start: int, end: int) -> bool:
-    """Whether the agent endorses, between ``start`` and the end of the sentence after ``end``, a claim it
-    reported ("I agree", "she's right", "that's correct", "I confirmed it"); a negated one does not."""
-    after = _prose_sentence(text, min(end, len(text) - 1))[1] if end < len(text) else end
-    stop = _prose_sentence(text, min(after + 1, len(text) - 1))[1] if after + 1 < len(text) else after
+    """Whether the agent endorses, between ``start`` and the end of the second sentence after ``end``, a
+    claim it reported ("I agree", "she's right", "that's correct", "I confirmed it"; "PR #7985 says X. Our
+    engine copied that order. I agree with the PR's analysis."); a negated one does not."""
+    stop = _prose_sentence(text, min(end, len(text) - 1))[1] if end < len(text) else end
+    for _ in range(2):
+        stop = _prose_sentence(text, min(stop + 1, len(text) - 1))[1] if stop + 1 < len(text) else stop
     for found in ENDORSEMENT.finditer(text, start, min(stop, start + MAX_SENTENCE)):
         before = text[max(0, found.start() - 16) : found.start()]
         if NEGATION.search(found.group(0)) or re.search(r"\b(?:not|never|no)\s*$|n't\s*$", before, re.IGNORECASE):
