@@ -66,9 +66,10 @@ short = [n * 0.866 for n in ref.norms]    # a norm that leaves rank 1's shards o
 out["norm"] = judge(sc, ref, observation(sc, ref, norms=short)).reason
 out["norm_missing"] = judge(sc, ref, observation(sc, ref, norms=[None] * sc.steps)).reason
 out["loss"] = judge(sc, ref, observation(sc, ref, losses=[x * 1.001 for x in ref.losses])).reason
-unclipped = scenario(tp=2, seed=3, steps=5, max_norm=0.0, compare_grad_norm=False)
+unclipped = scenario(tp=2, seed=3, steps=5, max_norm=0.0)  # clipping off: the logged norm is still judged
 ref0 = reference_run(unclipped, make_inputs(unclipped))
-out["unclipped_norm_ignored"] = judge(unclipped, ref0, observation(unclipped, ref0, norms=[None] * 5)).status
+out["unclipped_honest"] = judge(unclipped, ref0, observation(unclipped, ref0)).status
+out["unclipped_norm"] = judge(unclipped, ref0, observation(unclipped, ref0, norms=[n * 0.866 for n in ref0.norms])).reason
 lazy = scenario(tp=2, seed=3, steps=5, max_norm=1000.0)
 out["guard"] = judge(lazy, reference_run(lazy, make_inputs(lazy)), observation(sc, ref)).reason
 
@@ -115,7 +116,8 @@ def test_judge_rejects_each_tampering(runtime: Runtime, tmp_path: Path) -> None:
     assert "max rel err 1.340e-01" in got["norm"]
     assert got["norm_missing"].startswith("logged grad_norm is not the global norm") and "None" in got["norm_missing"]
     assert got["loss"].startswith("logged loss differs from the TP=1 reference")
-    assert got["unclipped_norm_ignored"] == "pass"
+    assert got["unclipped_honest"] == "pass"
+    assert "logged grad_norm is not the global norm" in got["unclipped_norm"]  # clipping off: still the README's norm
     assert got["guard"].startswith("scenario guard: the reference clips 0 of 5 steps")
     assert got["norm0"] < 1e-6
     assert "refused by torch.load(weights_only=True)" in got["pickle"] and got["pwned"] is False
