@@ -69,7 +69,8 @@ out["loss"] = judge(sc, ref, observation(sc, ref, losses=[x * 1.001 for x in ref
 unclipped = scenario(tp=2, seed=3, steps=5, max_norm=0.0)  # clipping off: the logged norm is still judged
 ref0 = reference_run(unclipped, make_inputs(unclipped))
 out["unclipped_honest"] = judge(unclipped, ref0, observation(unclipped, ref0)).status
-out["unclipped_norm"] = judge(unclipped, ref0, observation(unclipped, ref0, norms=[n * 0.866 for n in ref0.norms])).reason
+short0 = [n * 0.866 for n in ref0.norms]
+out["unclipped_norm"] = judge(unclipped, ref0, observation(unclipped, ref0, norms=short0)).reason
 lazy = scenario(tp=2, seed=3, steps=5, max_norm=1000.0)
 out["guard"] = judge(lazy, reference_run(lazy, make_inputs(lazy)), observation(sc, ref)).reason
 
