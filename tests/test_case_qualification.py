@@ -105,7 +105,7 @@ def _smoke_receipts(case: CaseSpec, tmp_path: Path) -> dict[str, Receipt]:
 
 
 def test_smoke_pair_and_rotation_choices() -> None:
-    case = get_case("TrainFail/TPClipGradNorm-v1")
+    case = get_case("TrainFail/TPReplicaClipDrift-v1")  # healthy on 1 or 2 devices, failures on 2 or 4
     healthy, failure = smoke_pair(case)
     assert (healthy.kind, failure.kind) == ("healthy", "failure")
     assert healthy.devices == failure.devices == 2  # one shared launch beats a 1-device + 2-device pair
