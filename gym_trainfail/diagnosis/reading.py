@@ -901,7 +901,7 @@ def scopes(text: str) -> Scopes:
     confirmations = tuple(
         m.start()
         for _, m in zip(range(MAX_SCOPES), CONFIRMATION.finditer(text), strict=False)
-        if CONDITIONAL.match(text, max(_prose_sentence(text, m.start())[0], text.rfind("\n", 0, m.start()) + 1)) is None
+        if not _on_condition(text, m.start())
     )
     return Scopes(tuple(attributed), tuple(tentative), confirmations)
 
@@ -1316,9 +1316,9 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
             reach = stop.start() if stop else len(statement)
             target = _target(statement, match, reach)
             wrong_only = any(p.search(target) for p in wrong_patterns)
-            begin = _sentence_start(statement, match.start())
-            if CONDITIONAL.match(statement, begin) is not None:
+            if _on_condition(statement, match.start()):
                 continue  # a withdrawal promised on a condition ("If the one-rank run is off too, I'll drop this")
+            begin = _sentence_start(statement, match.start())
             local = (
                 (kind == "refutation" or DISMISSAL.fullmatch(match.group(0)) is not None)
                 and PREAMBLE.fullmatch(statement, begin, match.start()) is None
@@ -1345,6 +1345,12 @@ def _sentence_start(text: str, at: int) -> int:
     ends = _bounds(text, False)[1]
     before = bisect.bisect_right(ends, at)
     return ends[before - 1] if before else 0
+
+
+def _on_condition(text: str, at: int) -> bool:
+    """Whether the sentence (or line) holding ``at`` opens with a condition: what it says at ``at`` is
+    promised for when the condition holds, not said now ("If the next run disagrees, I'll drop it")."""
+    return CONDITIONAL.match(text, _sentence_start(text, at)) is not None
 
 
 def withdrawn(assertion: Assertion, taken_back: Sequence[Withdrawal], *, wrong: bool, later: bool = False) -> bool:
