@@ -42,7 +42,8 @@ def test_gate_admits_the_scaffold_and_refuses_a_broken_case(
     # the scaffold is built on the case SDK: the kit and the judge are the case's parts only
     kit, judge = (case.kit_dir / "run.py").read_text(), (case.grader_dir / "judge.py").read_text()
     assert "runkit.case_kit(" in kit and "Pipeline(" in kit and "judgekit.JudgeKit(" in judge
-    assert "from compare import" in judge and "ScenarioBase" in (case.kit_dir / "scenario.py").read_text()
+    assert "from compare import" in judge and "params_base(" in (case.kit_dir / "scenario.py").read_text()
+    assert (case.kit_dir / "params.toml").is_file(), "the base scenario is data"
     result = qualify(case, sandbox="bwrap", repeats=2, wrong_repairs=True)
     assert result.admitted, result.problems
     assert [v.label for v in result.variants] == [

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from gym_trainfail.harnesslib import launch
-from gym_trainfail.harnesslib.scenario_base import ScenarioBase, size_limit
+from gym_trainfail.harnesslib.scenario_base import ScenarioBase, params_base, size_limit
 from gym_trainfail.paths import SOURCE_ROOT
 from gym_trainfail.runtimes import Runtime
 
@@ -46,6 +46,54 @@ def test_a_scenario_takes_its_params_by_name_and_refuses_unknown_ones() -> None:
     with pytest.raises(ValueError, match="params must be a table"):
         ToyScenario.from_request({"name": "x", "kind": "failure", "devices": 2, "params": [1]})
     assert size_limit(10) == 16 << 20 and size_limit(10_000_000) == 80_000_000
+
+
+BASE_SCENARIO = """
+# the base scenario, as a case's kit/params.toml holds it
+processes = 2
+lr = 0.1
+steps = 4
+bf16 = true
+schedule = "linear"
+betas = [0.9, 0.95]
+refs = {main = "B"}
+run_timeout_s = 300.0
+"""
+
+
+def test_a_base_scenario_in_toml_types_every_param_and_refuses_what_does_not_fit(tmp_path: Path) -> None:
+    (tmp_path / "params.toml").write_text(BASE_SCENARIO)
+
+    @dataclass(frozen=True)
+    class Scenario(params_base(tmp_path / "params.toml")):  # type: ignore[misc]
+        def validate(self) -> None:
+            if self.processes != self.devices:
+                raise ValueError(f"processes={self.processes} on {self.devices} devices")
+
+    sc = Scenario.from_request({"name": "a", "kind": "failure", "devices": 2, "params": {"lr": 1, "betas": [0.5, 0.6]}})
+    assert (sc.lr, sc.steps, sc.bf16, sc.schedule, sc.run_timeout_s) == (1, 4, True, "linear", 300.0)
+    assert Scenario(name="b", kind="healthy", devices=2).betas == (0.9, 0.95), "a TOML array is a tuple"
+    one = Scenario(name="c", kind="healthy", devices=2)
+    one.refs["main"] = "A"
+    assert Scenario(name="d", kind="healthy", devices=2).refs == {"main": "B"}, "a table default is never shared"
+    for params, message in [
+        ({"lr": "0.1"}, "lr = '0.1': expected a number"),
+        ({"steps": 4.0}, "steps = 4.0: expected an integer"),
+        ({"steps": True}, "steps = True: expected an integer"),
+        ({"bf16": 1}, "bf16 = 1: expected a boolean"),
+        ({"betas": 0.9}, "betas = 0.9: expected an array"),
+        ({"refs": "B"}, "refs = 'B': expected a table"),
+        ({"stepz": 4}, r"unknown scenario params \['stepz'\]"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            Scenario.from_request({"name": "x", "kind": "failure", "devices": 2, "params": params})
+    with pytest.raises(ValueError, match="processes=2 on 1 devices"):
+        Scenario.from_request({"name": "x", "kind": "failure", "devices": 1})
+    for bad, message in [("devices = 2", "devices is a request field"), ("when = 2026-12-04", "cannot be a scenario"),
+                         ("lr = ", "cannot read the base scenario")]:  # fmt: skip
+        (tmp_path / "bad.toml").write_text(bad + "\n")
+        with pytest.raises(ValueError, match=message):
+            params_base(tmp_path / "bad.toml")
 
 
 def test_a_job_sees_what_a_users_torchrun_gives_it(monkeypatch: pytest.MonkeyPatch) -> None:

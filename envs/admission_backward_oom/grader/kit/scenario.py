@@ -9,33 +9,19 @@ form; the second file's rank is ``second_model``). Nothing here is private.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from scenario_base import ScenarioBase  # the harness library
+from scenario_base import params_base  # the harness library
 
 IGNORE = -100
-EXAMPLES_MODEL = {"vocab_size": 16000, "hidden_size": 32, "num_layers": 4, "num_heads": 2, "ffn_hidden_size": 64}
 
 
 @dataclass(frozen=True)
-class Scenario(ScenarioBase):
-    """The rank, its budget and its calls (defaults: the README examples' rank and budget)."""
-
-    model: dict[str, int] = field(default_factory=lambda: dict(EXAMPLES_MODEL))
-    runtime: dict[str, Any] = field(default_factory=dict)
-    budget_bytes: int = 34_600_000
-    seed: int = 0
-    calls: list[dict[str, Any]] = field(default_factory=list)
-    #: files > 1: calls [i::files] go to file i; file i > 0 runs ``second_model`` at ``second_budget_bytes``
-    files: int = 1
-    second_model: dict[str, int] = field(default_factory=dict)
-    second_budget_bytes: int = 0
-    #: a price may exceed the measured peak by the 1.10 safety factor and this much more
-    slack: float = 0.05
-    #: > 0: the scenario's whole run phase must take at most this long by the host's clock (``alone``)
-    unit_time_limit_s: float = 0.0
-    run_timeout_s: float = 120.0
+class Scenario(params_base(Path(__file__).with_name("params.toml"))):
+    """The rank, its budget and its calls (``params.toml``: the base scenario, the README examples'
+    rank and budget)."""
 
     def validate(self) -> None:
         if not self.calls or self.files not in (1, 2) or (self.files == 2) != bool(self.second_model):

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
-from scenario_base import ScenarioBase, size_limit  # the harness library
+from scenario_base import params_base, size_limit  # the harness library
 
 #: Initial-weight and data generators (``fixtures.py``).
 FIXTURE_FLAVORS = ("grader", "prepare")
@@ -17,37 +18,9 @@ PREPARE_ROWS = 4096
 
 
 @dataclass(frozen=True)
-class Scenario(ScenarioBase):
-    """Ranks, training settings, inputs and pass thresholds of one scenario."""
-
-    run_timeout_s: float = 300.0
-    seed: int = 11
-    #: ``grader``: the grader's own generator; ``prepare``: the shipped ``gaitnet.prepare``
-    #: recipe (so the shipped seed gives the shipped initial weights and data).
-    fixtures: str = "grader"
-    steps: int = 12
-    lr: float = 0.2
-    global_batch_size: int = 64
-    consistency_weight: float = 0.5
-    input_dim: int = 24
-    hidden_size: int = 64
-    embed_dim: int = 32
-    num_classes: int = 6
-    #: Rows of the grader's dataset; 0: exactly ``steps`` global batches. Fewer make global
-    #: batches wrap around the end of the file, as the README's rule says they do.
-    rows: int = 0
-    #: ``launch.nproc_per_node`` in the config; 0: the rank count torchrun starts. Any other
-    #: value must differ from it (the README: the rank count is the process group's).
-    launch_key_ranks: int = 0
-    #: ``train.log_interval``; 0: the config's own (console output only).
-    log_interval: int = 0
-    #: Parameters (at every step's start and after the last) bitwise identical on every rank.
-    replica_atol: float = 0.0
-    #: Largest ||g_rank - g_spec|| / ||g_spec|| of one parameter's gradient at any step (g_spec:
-    #: the judge's float64 gradient of the global-batch objective at the recorded weights).
-    grad_rtol: float = 1e-4
-    #: Largest |p_{k+1} - (p_k - lr * g_k)| between recorded steps (float32 SGD replayed).
-    replay_atol: float = 1e-6
+class Scenario(params_base(Path(__file__).with_name("params.toml"))):
+    """Ranks, training settings, inputs and pass thresholds of one scenario (``params.toml``: the
+    base scenario)."""
 
     def validate(self) -> None:
         if self.fixtures not in FIXTURE_FLAVORS:

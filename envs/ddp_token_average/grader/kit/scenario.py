@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
-from scenario_base import ScenarioBase, size_limit  # the harness library
+from scenario_base import params_base, size_limit  # the harness library
 
 #: The widths a scenario may train, and their parameter counts (GPT-NeoX, untied embeddings).
 ARCHITECTURES = {"tiny": 25_344, "gpu": 3_225_088}
@@ -19,28 +20,9 @@ SCHEDULES = ("cosine", "linear")
 
 
 @dataclass(frozen=True)
-class Scenario(ScenarioBase):
-    """Ranks, batches, accumulation, clipping, optimizer schedule, records and width."""
-
-    #: the global batch: ranks (the devices), accumulation, per-device batch
-    world_size: int = 2
-    grad_accum: int = 2
-    per_device_batch_size: int = 4
-    #: optimizer updates the run makes (``training.max_steps``) and the recorder records
-    steps: int = 3
-    #: the rest of the ``training`` section the run is launched with
-    seed: int = 42
-    max_grad_norm: float = 1.0
-    learning_rate: float = 1e-3
-    weight_decay: float = 0.01
-    lr_scheduler_type: str = "cosine"
-    warmup_steps: int = 0
-    #: the records (``sftdata.py``) and the width
-    recipe: str = "bimodal"
-    data_seed: int = 101
-    records: int = 64
-    architecture: str = "tiny"
-    run_timeout_s: float = 240.0
+class Scenario(params_base(Path(__file__).with_name("params.toml"))):
+    """Ranks, batches, accumulation, clipping, optimizer schedule, records and width (``params.toml``:
+    the base scenario)."""
 
     def validate(self) -> None:
         counts = (self.world_size, self.grad_accum, self.per_device_batch_size, self.steps, self.records)

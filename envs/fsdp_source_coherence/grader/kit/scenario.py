@@ -9,11 +9,11 @@ updates). The run must start from exactly the revision ``revision`` names *on th
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from scenario_base import ScenarioBase  # the harness library
+from scenario_base import params_base  # the harness library
 
 SOURCES = ("A", "B")
 #: ``revision`` values naming a published commit rather than a ref: ``commit:A`` -> v1's commit.
@@ -35,32 +35,9 @@ def node_cache(node: str, value: Any) -> tuple[list[str], dict[str, str]]:
 
 
 @dataclass(frozen=True)
-class Scenario(ScenarioBase):
-    """Caches, the requested revision and the training options (defaults: the shipped config)."""
-
-    #: ``model.revision``: a ref name, or ``commit:A`` / ``commit:B`` (that source's published commit)
-    revision: str = "main"
-    #: the mirror's refs (it always holds both snapshots) and the node copies at job start
-    mirror_refs: dict[str, str] = field(default_factory=lambda: {"main": "B"})
-    node_caches: dict[str, Any] = field(default_factory=dict)
-    #: the ``cache.*`` settings
-    node_local: bool = True
-    ranks_per_node: int = 1
-    mirror: str = ".cache/hub-mirror"
-    node_root: str = ".cache/nodes"
-    #: the documented training options; the oracle trains the same
-    steps: int = 2
-    seed: int = 1234
-    micro_batch_size: int = 2
-    seq_len: int = 64
-    #: AdamW and dropout
-    lr: float = 3.0e-4
-    betas: tuple[float, float] = (0.9, 0.95)
-    eps: float = 1.0e-8
-    weight_decay: float = 0.1
-    hidden_dropout: float = 0.1
-    attention_dropout: float = 0.1
-    run_timeout_s: float = 300.0
+class Scenario(params_base(Path(__file__).with_name("params.toml"))):
+    """Caches, the requested revision and the training options (``params.toml``: the base scenario,
+    the shipped config)."""
 
     def validate(self) -> None:
         if not (self.revision.startswith(COMMIT_PREFIX) or REF_RE.match(self.revision)):

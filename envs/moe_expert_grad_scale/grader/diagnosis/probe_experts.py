@@ -22,12 +22,11 @@ STEPS = 4
 
 
 def run(command: list[str]) -> None:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        print(f"command failed ({done.returncode}): {' '.join(command)}")
-        print((done.stdout + done.stderr)[-4000:])
-        sys.exit(done.returncode)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if result.returncode:
+        print(result.stdout[-4000:])
+        raise SystemExit(f"exit {result.returncode}: {' '.join(command)}")
 
 
 def experts(run_name: str) -> dict[tuple[int, str], torch.Tensor]:

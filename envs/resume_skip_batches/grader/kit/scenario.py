@@ -9,39 +9,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import pairwise
+from pathlib import Path
 
-from scenario_base import ScenarioBase, size_limit  # the harness library
+from scenario_base import params_base, size_limit  # the harness library
 
 #: ``grader``: the grader's own generator; ``prepare``: the shipped ``fcast.prepare`` recipe.
 FIXTURES = ("grader", "prepare")
 
 
 @dataclass(frozen=True)
-class Scenario(ScenarioBase):
-    """Table, model, schedule, the steps a run is stopped after, and the pass threshold."""
-
-    #: the table and warm start (``fixtures.py``)
-    seed: int = 1234
-    fixtures: str = "grader"
-    rows: int = 640
-    #: the forecaster and the loader
-    input_dim: int = 8
-    hidden_size: int = 32
-    micro_batch_size: int = 8
-    shuffle_seed: int = 17
-    #: the training section
-    accumulation: int = 4
-    max_steps: int = 24
-    lr: float = 0.05
-    momentum: float = 0.9
-    save_steps: int = 6
-    #: The run is stopped after each of these global steps (``train.max_steps=K``) and resumed
-    #: from ``checkpoint-K``; the last launch runs to ``max_steps``.
-    interrupts: tuple[int, ...] = (6,)
-    #: Largest relative L2 (all parameters as one vector) of a saved model from the judge's
-    #: float64 uninterrupted run (grader/README.md has the measured margins).
-    param_rtol: float = 1e-4
-    run_timeout_s: float = 240.0
+class Scenario(params_base(Path(__file__).with_name("params.toml"))):
+    """Table, model, schedule, the steps a run is stopped after, and the pass threshold
+    (``params.toml``: the base scenario)."""
 
     def validate(self) -> None:
         object.__setattr__(self, "interrupts", tuple(int(k) for k in self.interrupts))

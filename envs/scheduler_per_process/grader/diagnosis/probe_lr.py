@@ -21,12 +21,11 @@ RUNS = ((1, 16), (2, 8))
 
 
 def run(command: list[str]) -> None:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        print(f"command failed ({done.returncode}): {' '.join(command)}")
-        print((done.stdout + done.stderr)[-4000:])
-        sys.exit(done.returncode)
+    try:
+        subprocess.check_output(command, stderr=subprocess.STDOUT, text=True,
+                                env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore"))
+    except subprocess.CalledProcessError as failed:
+        sys.exit(f"{command} failed:\n{failed.output[-4000:]}")
 
 
 def main() -> None:

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
 
-from scenario_base import ScenarioBase, size_limit  # the harness library
+from scenario_base import params_base, size_limit  # the harness library
 
 FIXTURE_FLAVORS = ("grader", "prepare")
 #: The transformers.get_scheduler names the README supports.
@@ -13,30 +13,8 @@ SCHEDULES = ("linear", "cosine", "polynomial", "constant")
 
 
 @dataclass(frozen=True)
-class Scenario(ScenarioBase):
-    """Processes, schedule, accumulation, inputs and tolerances of one scenario (defaults: the base)."""
-
-    processes: int = 2
-    seed: int = 7
-    #: ``grader``: the grader's own generator; ``prepare``: the shipped ``demandnet.prepare`` recipe.
-    fixtures: str = "grader"
-    #: batches each process reads per epoch (the data is exactly this x processes x batch rows)
-    batches_per_process: int = 12
-    epochs: int = 1
-    per_device_batch_size: int = 8
-    gradient_accumulation_steps: int = 1
-    lr: float = 0.05
-    momentum: float = 0.9
-    lr_scheduler_type: str = "linear"
-    warmup_steps: int = 4
-    scheduler_kwargs: dict[str, Any] = field(default_factory=dict)
-    input_dim: int = 12
-    hidden_size: int = 48
-    output_dim: int = 2
-    #: |logged lr - spec lr| <= lr_atol_ratio x peak lr at every update
-    lr_atol_ratio: float = 1e-6
-    param_atol: float = 1e-5
-    loss_rtol: float = 1e-5
+class Scenario(params_base(Path(__file__).with_name("params.toml"))):
+    """Processes, schedule, accumulation, inputs and tolerances of one scenario (``params.toml``: the base)."""
 
     def validate(self) -> None:
         if self.fixtures not in FIXTURE_FLAVORS or self.lr_scheduler_type not in SCHEDULES:

@@ -6,42 +6,18 @@ Defaults are the ``base`` scenario: TP=2 with sequence parallelism, 6 steps of 4
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from scenario_base import ScenarioBase, size_limit  # the harness library
+from scenario_base import params_base, size_limit  # the harness library
 
 #: megatron-core's model-parallel stream on TP rank r is seeded ``train.seed + 2718 + r``.
 MODEL_PARALLEL_OFFSET = 2718
 
 
 @dataclass(frozen=True)
-class Scenario(ScenarioBase):
-    """Tensor-parallel layout, model and data sizes, the streams' seeds and the judge's thresholds."""
-
-    tp: int = 2
-    sequence_parallel: bool = True
-    seed: int = 11
-    data_seed: int = 5
-    steps: int = 6
-    lr: float = 0.05
-    seq_length: int = 16
-    batch_size: int = 4
-    input_dim: int = 8
-    hidden_size: int = 32
-    ffn_hidden_size: int = 64
-    num_layers: int = 2
-    output_dim: int = 4
-    hidden_dropout: float = 0.1
-    embed_dropout: float = 0.1
-    #: ``model.bf16``: the blocks under a bf16 autocast (recorded, on CPU ranks not applied)
-    bf16: bool = False
-    #: ``shipped``: configs/tp2-sp.toml as it is (only the run name and output folder set).
-    config: str = "grader"
-    #: Most positions two independent masks may share (p^2 + (1-p)^2 = 0.82 at p = 0.1).
-    max_agreement: float = 0.92
-    rate_tolerance: float = 0.06
-    #: |recorded next weight - the judge's float64 README step from the recorded masks|.
-    update_atol: float = 2e-5
-    run_timeout_s: float = 300.0
+class Scenario(params_base(Path(__file__).with_name("params.toml"))):
+    """Tensor-parallel layout, model and data sizes, the streams' seeds and the judge's thresholds
+    (``params.toml``: the base scenario)."""
 
     def validate(self) -> None:
         if self.tp != self.devices or self.config not in ("grader", "shipped") or self.steps < 1:

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from scenario_base import ScenarioBase, size_limit  # the harness library
+from scenario_base import params_base, size_limit  # the harness library
 
 #: ``grader``: the grader's own generator; ``prepare``: the shipped ``surrogate.prepare`` recipe.
 FIXTURES = ("grader", "prepare")
@@ -18,33 +19,8 @@ def split_dim(name: str) -> int | None:
 
 
 @dataclass(frozen=True)
-class Scenario(ScenarioBase):
-    """Topology, the README's settings, inputs and tolerances (defaults: the base scenario)."""
-
-    tp: int = 2
-    seed: int = 11
-    fixtures: str = "grader"
-    steps: int = 24
-    #: rows of the dataset; 0: ``steps x batch_size`` (no batch wraps around the file)
-    rows: int = 0
-    batch_size: int = 64
-    lr: float = 0.1
-    max_norm: float = 0.5
-    zero_stage: int = 1
-    log_interval: int = 5
-    input_dim: int = 16
-    hidden_size: int = 32
-    ffn_hidden_size: int = 128
-    num_layers: int = 2
-    output_dim: int = 4
-    param_atol: float = 1e-5
-    norm_rtol: float = 1e-5
-    loss_rtol: float = 1e-5
-    #: guards on the scenario itself: a clipping scenario must clip, one meant to cover
-    #: unclipped steps must have some
-    min_clipped_fraction: float = 0.5
-    min_unclipped_steps: int = 0
-    run_timeout_s: float = 420.0
+class Scenario(params_base(Path(__file__).with_name("params.toml"))):
+    """Topology, the README's settings, inputs and tolerances (``params.toml``: the base scenario)."""
 
     def validate(self) -> None:
         if self.fixtures not in FIXTURES:

@@ -23,12 +23,14 @@ SPLIT = ("mlp.fc1.weight", "mlp.fc1.bias", "mlp.fc2.weight")
 
 
 def run(command: list[str]) -> None:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        print(f"command failed ({done.returncode}): {' '.join(command)}")
-        print((done.stdout + done.stderr)[-4000:])
-        sys.exit(done.returncode)
+    """Run ``command`` with its output in outputs/probe-commands.log; stop if it fails."""
+    log = Path("outputs") / "probe-commands.log"
+    log.parent.mkdir(exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    with log.open("a") as out:
+        code = subprocess.call(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+    if code:
+        sys.exit(f"{' '.join(command)} exited with {code}; see {log}")
 
 
 def main() -> None:

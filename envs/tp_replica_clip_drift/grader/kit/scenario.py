@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from scenario_base import ScenarioBase, size_limit  # the harness library
+from scenario_base import params_base, size_limit  # the harness library
 
 RECIPES = ("grader", "prepare")
 #: Names the workspace README partitions across tensor-parallel ranks, and along which dim.
@@ -16,41 +17,9 @@ def partition_dim(name: str) -> int | None:
 
 
 @dataclass(frozen=True)
-class Scenario(ScenarioBase):
-    """What the run is told (README keys), what it starts from, and how close it must come."""
-
-    # how the job runs: ranks, precision, optimizer path
-    tp: int = 2
-    bf16: bool = True
-    zero_stage: int = 1
-    # what it starts from: ``grader`` (the grader's generator) or ``prepare`` (``emulator.prepare``
-    # as shipped); samples in the data file, 0 meaning ``steps x batch_size`` (nothing wraps)
-    fixtures: str = "grader"
-    seed: int = 11
-    rows: int = 0
-    # the network (README ``model.*``)
-    hidden_size: int = 32
-    ffn_hidden_size: int = 128
-    num_layers: int = 2
-    input_dim: int = 16
-    output_dim: int = 4
-    # the training (README ``train.*``, ``data.batch_size``, ``deepspeed.gradient_clipping``)
-    steps: int = 16
-    batch_size: int = 64
-    lr: float = 0.1
-    max_norm: float = 1.0
-    log_interval: int = 5
-    #: |fp32 master - TP=1 reference| at the start of any step: bf16 sums run in another order
-    #: when matrices are partitioned, so not exact (grader/README.md has the measurements)
-    master_atol: float = 2e-3
-    #: |saved weight - reference| after the last step (one bf16 ulp in [1, 2) is 7.8e-3)
-    final_atol: float = 1e-2
-    #: the observer copies partitioned parameters only every this many steps (and at the last
-    #: one); replicated ones at every step
-    full_record_every: int = 1
-    min_clipped_fraction: float = 0.5
-    min_unclipped_steps: int = 0
-    run_timeout_s: float = 420.0
+class Scenario(params_base(Path(__file__).with_name("params.toml"))):
+    """What the run is told (README keys), what it starts from, and how close it must come
+    (``params.toml``: the base scenario)."""
 
     def validate(self) -> None:
         if self.fixtures not in RECIPES or self.zero_stage not in (1, 2):

@@ -1,14 +1,15 @@
 """One frozen scenario of TrainFail/ZeroBoundaryMicrobatch-v1 (public: the run phase reads it too).
 
-``devices`` is the number of data-parallel ranks torchrun starts. Every field has the base
-scenario's value as its default; ``grader/scenarios.toml`` overrides them by name.
+``devices`` is the number of data-parallel ranks torchrun starts. ``params.toml`` holds the base
+scenario; ``grader/scenarios.toml`` overrides its params by name.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
-from scenario_base import ScenarioBase, size_limit  # the harness library
+from scenario_base import params_base, size_limit  # the harness library
 
 FIXTURE_FLAVORS = ("grader", "prepare")
 #: ``identical``: every rank's slice of a global batch is a copy of rank 0's (the healthy control).
@@ -18,40 +19,9 @@ ZERO_STAGES = (1, 2)
 
 
 @dataclass(frozen=True)
-class Scenario(ScenarioBase):
-    """Split of the global batch, documented options, inputs and tolerances of one scenario."""
-
-    run_timeout_s: float = 300.0
-    seed: int = 11
-    #: ``grader``: the grader's own draw; ``prepare``: the shipped ``surrogate.prepare`` recipe.
-    fixtures: str = "grader"
-    shards: str = "distinct"
-    micro_batch: int = 4
-    #: Rows per micro-batch are ``micro_batch * row_scale`` (profiles scale batches with it).
-    row_scale: int = 1
-    accumulation: int = 4
-    steps: int = 8
-    #: Rows of the dataset file; 0: exactly ``steps`` global batches. Fewer rows make global
-    #: batches wrap around the end of the file (the README's rule), some straddling it.
-    rows: int = 0
-    lr: float = 0.2
-    input_dim: int = 16
-    hidden_size: int = 64
-    num_layers: int = 2
-    output_dim: int = 8
-    #: Documented options: ``precision.bf16``, ``deepspeed.zero_stage``, ``deepspeed.gradient_clipping``.
-    bf16: bool = True
-    zero_stage: int = 1
-    gradient_clipping: float = 0.0
-    #: ``parallel.data_parallel_size`` written in the config; 0: the rank count torchrun starts.
-    #: Any other value must differ from it (training takes its rank count from the process group).
-    config_ranks: int = 0
-    #: ``train.log_interval``; 0: the config's own (console output only).
-    log_interval: int = 0
-    #: Largest relative L2 of the gradient a step applies against the judge's float64 gradient.
-    grad_rtol: float = 2e-2
-    #: Largest |recorded weight - replayed SGD step| (fp32; the replay is exact in practice).
-    replay_atol: float = 1e-6
+class Scenario(params_base(Path(__file__).with_name("params.toml"))):
+    """Split of the global batch, documented options, inputs and tolerances of one scenario
+    (``params.toml``: the base scenario)."""
 
     def validate(self) -> None:
         if self.fixtures not in FIXTURE_FLAVORS or self.shards not in SHARD_KINDS or self.zero_stage not in ZERO_STAGES:
