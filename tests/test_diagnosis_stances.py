@@ -477,6 +477,126 @@ WRAPPERS: list[tuple[str, Callable[[str], str], tuple[bool, bool], str]] = [
         (False, False),
         "withdrawn",
     ),
+    # round 8 (blind set E released): quotations under a label that names someone else, an endorsement in
+    # that label or after the quote, a short leading phrase, a relative clause or two places after the speaker,
+    # a time that owns the document, a negated endorsement; earlier worries and sayings walked back; long
+    # candidate labels
+    (
+        "att: labelled quote",
+        lambda c: f'Reviewer comment on the PR, copied for the record: "{_cap(c)}." I have not looked into it myself.',
+        (False, False),
+        "attributed",
+    ),  # fmt: skip
+    (
+        "att: handover quote",
+        lambda c: f'Handover note from last week\'s on-call: "{_cap(c)}." Not reproducible here.',
+        (False, False),
+        "attributed",
+    ),  # fmt: skip
+    (
+        "att: parenthetical quote",
+        lambda c: f'Re Priya\'s message ("{c}"): the numbers say otherwise.',
+        (False, False),
+        "attributed",
+    ),  # fmt: skip
+    (
+        "end: label says right",
+        lambda c: f"The reviewer's summary on the ticket is right and I'll adopt it as the diagnosis: \"{_cap(c)}.\"",
+        (True, True),
+        "asserted",
+    ),  # fmt: skip
+    (
+        "end: agreed after quote",
+        lambda c: f'The reviewer left this on the PR: "{_cap(c)}." Agreed, and verified.',
+        (True, True),
+        "asserted",
+    ),  # fmt: skip
+    (
+        "att: leading phrase, numbered report",
+        lambda c: f"For reference: upstream issue #5618 reports that {c}. Just noting it.",
+        (False, False),
+        "attributed",
+    ),  # fmt: skip
+    (
+        "att: relative clause",
+        lambda c: f"A forum answer I found claims that {c}. It does not carry over to this repo.",
+        (False, False),
+        "attributed",
+    ),  # fmt: skip
+    (
+        "att: two places, nobody confirmed",
+        lambda c: f"Someone on the forum thread for issue #1256 says that {c}. Nobody has confirmed it.",
+        (False, False),
+        "attributed",
+    ),  # fmt: skip
+    (
+        "att: a time owns the ticket",
+        lambda c: f"Yesterday's ticket states that {c}. I have not checked it.",
+        (False, False),
+        "attributed",
+    ),  # fmt: skip
+    (
+        "wd: first read, dropping",
+        lambda c: f"My first read was that {c}. Dropping that theory.",
+        (False, False),
+        "withdrawn",
+    ),  # fmt: skip
+    (
+        "wd: worry does not hold",
+        lambda c: f"I was worried that {c}. That worry doesn't hold.",
+        (False, False),
+        "withdrawn",
+    ),  # fmt: skip
+    (
+        "wd: said, walked back",
+        lambda c: f"I said an hour ago that {c}. I've walked that back.",
+        (False, False),
+        "withdrawn",
+    ),  # fmt: skip
+    (
+        "wd: ruling it out",
+        lambda c: f"Hypothesis was: {c}. Tested it with equal shards; ruling it out.",
+        (False, False),
+        "withdrawn",
+    ),  # fmt: skip
+    (
+        "hyp: long candidate label",
+        lambda c: f"Candidates for the mismatch, none confirmed yet:\n1. {c};\n2. the seed differs per rank.",
+        (False, True),
+        "hypothesised",
+    ),  # fmt: skip
+    (
+        "hyp: possible reasons",
+        lambda c: f"Possible reasons for the failure:\n1. {c};\n2. a stale config file.",
+        (False, True),
+        "hypothesised",
+    ),  # fmt: skip
+    (
+        "asserted: Q and A, A: No.",
+        lambda c: (
+            f"Q: What goes wrong?\nA: {_cap(c)}.\nQ: Does anything complain?\nA: No. Training just drifts quietly."
+        ),
+        (True, True),
+        "asserted",
+    ),  # fmt: skip
+    (
+        "den: Q, A: No, it doesn't",
+        lambda c: f"Q: Is it the case that {c}?\nA: No, it isn't.",
+        (False, False),
+        "denied",
+    ),  # fmt: skip
+    (
+        "wd: first guess, Wrong, actual cause",
+        lambda c: f"First guess was that {c}. Wrong: the seeds differ per rank.",
+        (False, False),
+        "withdrawn",
+    ),  # fmt: skip
+    (
+        "asserted: hypothesis label, Confirmed:",
+        lambda c: f"Hypothesis: the seeds differ per rank. Probe: dumped them. Confirmed: {c}.",
+        (True, True),
+        "asserted",
+    ),  # fmt: skip
 ]
 
 

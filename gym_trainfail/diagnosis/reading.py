@@ -152,7 +152,9 @@ NULL_RESULT = re.compile(
 )
 #: The agent taking back everything it said before ("scratch that", "I was wrong").
 RETRACTION = re.compile(
+    # at the end of its clause: "the skip forgets that each step consumed …" describes code, not a retraction
     r"\b(?:scratch|strike|forget)\s+(?:that|this|all\s+that|the\s+above|what\s+i\s+(?:said|wrote))\b"
+    r"(?:\s+(?:idea|theory|hypothesis|explanation|guess|part|bit|one|last\s+\w+))?(?=\s*(?:[.;:,!?\u2014\u2013)]|\s-\s|$))"
     r"|\b(?:disregard|ignore)\s+(?:that|this|all\s+(?:of\s+)?that|the\s+above|everything\s+above|what\s+i\s+(?:said|wrote)|"
     r"my\s+(?:earlier|previous|last|first)\b)"
     r"|\bi\s+take\s+(?:that|it|this|everything|all\s+of\s+that)\s+back\b|\bi\s+(?:hereby\s+)?(?:retract|withdraw)\b"
@@ -179,7 +181,7 @@ RETRACTION = re.compile(
     r"|\bretracting\b|(?:^|(?<=[.!?:]\s)|(?<=\n))[\W_]*(?:(?:i'm|i\s+am|we're|we\s+are)\s+)?(?:retract|withdraw)\b"
     r"|(?:^|(?<=[.!?:;]\s)|(?<=\n))[\W_]*(?:please\s+)?(?:disregard|ignore)(?:\s+(?:it|this|that|all\s+(?:of\s+)?(?:it|this|that)|"
     r"everything|the\s+above))?\s*(?=[.;:,!\u2014\u2013]|\s-\s|$)"
-    rf"|\b(?:take|takes|taking|took|taken)\s+{_BACK}\s+back\b"
+    rf"|\b(?:take|takes|taking|took|taken|walk|walks|walking|walked)\s+{_BACK}\s+back\b"
     r"|\b(?:i|we)\s+(?:had|opened|read|used|checked|ran|looked\s+at|(?:was|were)\s+(?:on|in|using|reading|running))\s+(?:the\s+|an?\s+)?"
     r"(?:wrong|old|stale|outdated)\s+(?:file|branch|version|commit|code|run|log|config|checkout|machine|copy|data|dump|checkpoint)s?\b"
     r"|\b(?:based\s+on|came\s+from|comes?\s+from|taken\s+from)\s+(?:the\s+|an?\s+)?(?:wrong|old|stale|outdated)\s+(?:file|branch|"
@@ -210,7 +212,14 @@ PAST_BELIEF = re.compile(
     r"theory|idea|hypothesis))\b|\b(?:i|we)\s+(?:had\s+|'d\s+)?(?:put|pinned|chalked)\s+(?:this|it|that|the\s+\w+)\s+"
     r"(?:down\s+|up\s+)?(?:to|on)\b|\b(?:i|we)\s+(?:had|'d)\s+been\s+(?:assuming|thinking|blaming|suspecting|believing)\b"
     r"|\bmy\s+(?:\w+\s+)?(?:claim|guess|theory|hypothesis|diagnosis|idea|reading|suspicion|explanation|take|answer|bet|"
-    r"story|conclusion|assumption|understanding|thinking|belief)\s+(?:was|had\s+been)\b",
+    r"story|conclusion|assumption|understanding|thinking|belief|read|worry|concern|impression|instinct|hunch)\s+"
+    r"(?:was|had\s+been)\b"
+    # round 8: "I was worried that X", "I said an hour ago that X", "I said the grads were …" (not "As I said")
+    r"|\b(?:i|we)\s+(?:was|were|had\s+been)\s+(?:worried|concerned|afraid)\s+(?:that|about)\b"
+    r"|(?<!\bas\s)\b(?:i|we)\s+(?:had\s+)?said\b(?!\s+(?:so|no|yes|nothing)\b)"
+    # "First guess was that X", "Initial theory: X" (no "my")
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:first|initial|original|earlier)\s+(?:guess|thought|theory|hypothesis|read|idea|"
+    r"suspicion|hunch|instinct|take)\s*(?:was\b|:)",
     re.IGNORECASE,
 )
 #: The agent declaring something just said false ("that's not it", "it is false"): at the start of
@@ -246,12 +255,14 @@ REFUTATION = re.compile(
     r"is\s+happening)\b"
     r"|\b(?:contradict(?:s|ed)?|disprove(?:s|d)?|refute(?:s|d)?|falsif(?:y|ies|ied)|rule(?:s|d)?\s+out)\s+(?:it|this|that|them|"
     r"the\s+above|my\s+\w+|all\s+of\s+that|the\s+(?:claim|theory|idea|hypothesis|note|finding|diagnosis|explanation))\b"
-    r"|\brule(?:s|d)?\s+(?:it|this|that)\s+out\b"
+    r"|\brul(?:e|es|ed|ing)\s+(?:it|this|that)\s+out\b"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:edit|update|correction|actually|nope|no)\b(?:\s*\d+)?[\W_]*(?:(?:that's|that\s+is|"
     r"this\s+is|it's|it\s+is)\s+)?(?:wrong|false|incorrect|mistaken|not\s+it)\b"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:actually|hmm+|wait|well|edit|update)[\W_]+)?(?:no|nope)\s*(?:[.!](?=\s|$)|\s*[,;:]\s|"
     r"\s[\u2014\u2013-]+\s|[\u2014\u2013])"
     r"|\bnot\s+what(?:'s|\s+is|\s+was)\s+(?:happening|going\s+on)\b"
+    # round 8: a bare verdict sentence ("First guess was X. Wrong: …", "… Wrong.")
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*wrong\s*(?:[.:!]|\s[\u2014\u2013-]+\s|[\u2014\u2013])"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:ruled\s+out|rejected|disproved|disproven|refuted|excluded|eliminated|falsified|"
     r"debunked|dismissed)\b(?=\s+(?:after|by|once|when|because|since|given|on|following|via|with)\b)"
     r"|\bnothing\s+(?:changed|improved|moved|happened)\b|\b(?:so|then)\s*,?\s+(?:no|nope)\s*(?=[.!;]|$)"
@@ -267,6 +278,12 @@ REFUTATION = re.compile(
     r"|\b(?:doesn't|does\s+not|didn't|did\s+not)\s+hold\s+(?:up|water)?\s*(?:(?:in\s+my\s+(?:view|opinion|reading)|to\s+scrutiny|"
     r"under\s+(?:scrutiny|testing)|here|either)\s*)?(?=[.;:!,—–-]|$)"
     r"|\b(?:this|that|it)\s+(?:doesn't|does\s+not)\s+apply\b"
+    # round 8: "that worry doesn't hold", "so it wasn't that", "That can't be the drift then"
+    r"|\b(?:that|this|the|my)\s+(?:worry|concern|theory|idea|hypothesis|explanation|reading|suspicion|guess)\s+"
+    r"(?:doesn't|does\s+not|didn't|did\s+not)\s+hold\b"
+    r"|\b(?:it|that)\s+(?:wasn't|was\s+not|isn't|is\s+not)\s+(?:that|it)\s*(?=[.!;,\n)]|$)"
+    r"|\b(?:this|that|it)\s+(?:can't|cannot|can\s+not|couldn't|could\s+not)\s+be\s+the\s+(?:drift|bug|reason|source|"
+    r"mechanism|failure|divergence|difference)\b"
     # an experiment that refutes a hypothesis put forward before ("it made no difference, so not that")
     r"|\b(?:it|this|that|which|doing\s+(?:so|that|this)|the\s+(?:change|fix|patch|experiment|test|swap|edit|rewrite|"
     r"rerun)|(?:this|that)\s+(?:change|fix|patch|experiment|test))\s+(?:made|makes|had|has|did)\s+(?:no|zero)\s+"
@@ -285,7 +302,7 @@ REFUTATION = re.compile(
     r"|\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:\w+\s+)?(?:not|un)\s*convinced\b"
     r"|\b(?:i|we|i'm|we're|i'll|we'll|let's|so)\s+(?:\w+\s+)?(?:scrap(?:s|ped|ping)?|drop(?:s|ped|ping)?|abandon(?:s|ed|"
     r"ing)?|discard(?:s|ed|ing)?|reject(?:s|ed|ing)?|dismiss(?:es|ed|ing)?)\s+(?:it|this|that|the\s+(?:idea|theory|hypothesis|"
-    r"explanation|claim)|(?:this|that)\s+(?:idea|theory|hypothesis|explanation))\b|\b(?:scrap|drop|abandon|discard|reject|dismiss)(?:s|ped|ed|ing)?\s+(?:the|this|that|my)\s+"
+    r"explanation|claim)|(?:this|that)\s+(?:idea|theory|hypothesis|explanation))\b|\b(?:scrap|drop|abandon|discard|reject|dismiss)(?:s|ped|ping|ed|ing)?\s+(?:the|this|that|my)\s+"
     r"(?:idea|theory|hypothesis|explanation)\b|\bdead\s+end\b|\b(?:didn't|did\s+not)\s+pan\s+out\b"
     r"|\b(?:doesn't|does\s+not|don't|do\s+not|didn't|did\s+not)\s+(?:fit|match)\s+(?:the\s+(?:data|numbers|evidence|"
     r"measurements?|logs?|trace)|what\s+(?:i|we)\s+(?:see|saw|measured|found))\b"
@@ -440,13 +457,13 @@ NEGATED_MANNER = re.compile(
 )
 #: An immediate no to a question ("? No: …", "? It isn't."): the question then denies.
 ANSWER_NO = re.compile(
-    r"[\s*_]*(?:no|nope|not\s+at\s+all|(?:definitely|certainly|absolutely|clearly|obviously|surely)\s+not|hardly|it\s+(?:isn't|is\s+not|doesn't|does\s+not|wasn't|didn't)|they\s+(?:aren't|don't|weren't|"
+    r"[\s*_]*(?:(?:a|answer)\s*[:.)]\s*)?(?:no|nope|not\s+at\s+all|(?:definitely|certainly|absolutely|clearly|obviously|surely)\s+not|hardly|it\s+(?:isn't|is\s+not|doesn't|does\s+not|wasn't|didn't)|they\s+(?:aren't|don't|weren't|"
     r"didn't))\b",
     re.IGNORECASE,
 )
 #: An immediate yes to a question ("? Yes: …", "? It does."): the question then asserts.
 ANSWER_YES = re.compile(
-    r"[\s*_]*(?:yes|yep|yeah|indeed|exactly|confirmed|correct|it\s+(?:is|does|did|was)|they\s+(?:are|do|did|were))\b",
+    r"[\s*_]*(?:(?:a|answer)\s*[:.)]\s*)?(?:yes|yep|yeah|indeed|exactly|confirmed|correct|it\s+(?:is|does|did|was)|they\s+(?:are|do|did|were))\b",
     re.IGNORECASE,
 )
 #: A label that opens a list of candidates ("Candidates:", "Possible causes:", "Hypotheses:", "Suspects,
@@ -457,6 +474,10 @@ CANDIDATES = re.compile(
     r"two|three|four|five|some|the|other|competing|alternative)\s+){0,2}"
     r"(?:candidates?|causes|explanations|hypotheses|ideas|suspects|options|theories|possibilities|ruled\s+out|"
     r"rejected|excluded|eliminated|dismissed)\b[^:\n]{0,40}:"
+    # round 8: a label that says its items are only candidates may be long ("Candidates for the rank mismatch, none
+    # confirmed yet:", "Open candidates for why TP=2 doesn't reproduce TP=1 (none tested yet):", "Possible reasons X:")
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:[\w-]+\s+){0,2}?(?:candidates|hypotheses|suspects|possibilities|"
+    r"(?:possible|potential|candidate)\s+(?:reasons|causes|explanations|culprits|mechanisms))\b[^:\n]{0,100}:"
     # round 2: a list of things still to check ("To check:", "TODO / possible cause to check:", "Open questions:")
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:[\w/-]+\s+){0,4}?(?:to\s+(?:check|verify|test|confirm|investigate)|todo|to-?do|"
     r"open\s+questions)\b[^:\n]{0,30}:",
@@ -553,7 +574,7 @@ _PERSON = (
 _DOCUMENT = (
     r"(?:thread|channel|ticket|issue(?:\s+thread)?|bug\s+report|report|note|notes|message|post|comment|write-?up|"
     r"post-?mortem|pr(?:\s+description)?|pull\s+request|review|handoff|hand-off|slack(?:\s+thread)?|email|"
-    r"memo|draft|summary|analysis)"
+    r"memo|draft|summary|analysis|answer|reply|handover|hand-?over\s+notes?)"
 )
 #: What someone else's claim is called after a possessive ("Priya's theory", "the reviewer's note").
 _CLAIM_NOUN = (
@@ -574,14 +595,16 @@ _NAME = (
     r"Un[a-z]+ed|Wild|Educated|Rough|Quick|Gut|Working|Leading|Tentative|Best|Current|Main|Top|Early)\b)"
     r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?\b)"
 )
+#: A time that owns a person or a document ("last week's on-call", "yesterday's ticket").
+_WHEN = r"(?:last\s+\w+'s|yesterday's|previous|earlier)"
 #: Someone other than the agent as a subject ("Priya", "a colleague", "the previous on-call", "the ticket").
 _OTHER = (
     rf"(?:(?:{_NAME}|(?:he|she|they|someone|somebody|people|others|everyone)|"
-    rf"(?:a|an|one|another|my|our|the|some|their|his|her|this|that)\s+(?:[\w-]+\s+){{0,2}}?{_PERSON}"
-    rf"|(?:a|an|one|another|the|some|their|his|her|this|that)\s+(?:[\w-]+\s+){{0,2}}?{_DOCUMENT}"
+    rf"(?:a|an|one|another|my|our|the|some|their|his|her|this|that|{_WHEN})\s+(?:[\w-]+\s+){{0,2}}?{_PERSON}"
+    rf"|(?:a|an|one|another|the|some|their|his|her|this|that|{_WHEN})\s+(?:[\w-]+\s+){{0,2}}?{_DOCUMENT}"
     # a numbered report ("Issue #23986 says", "PR 8624 claims")
     r"|(?:[\w-]+\s+)?(?:issue|pr|pull\s+request|ticket|bug)\s*#?\d+)"
-    rf"(?:\s+(?:on|in|from|at|of)\s+(?:the\s+|our\s+|my\s+|a\s+)?(?:[\w-]+\s+){{0,2}}?[\w-]+)?"
+    rf"(?:\s+(?:on|in|from|at|of|for)\s+(?:the\s+|our\s+|my\s+|a\s+)?(?:[\w-]+\s+){{0,2}}?[#\w-]+){{0,2}}"
     # … and a parenthetical after it ("The upstream issue (#34242) claims")
     r"(?:\s*\([^()\n]{1,40}\))?)"
 )
@@ -590,7 +613,7 @@ _OTHER = (
 _REPORT = (
     r"(?:says?|said|claims?|claimed|thinks?|thought|believes?|believed|suggests?|suggested|proposes?|proposed|"
     r"argues?|argued|insists?|insisted|guess(?:es|ed)?|blames?|blamed|assumes?|assumed|reckons?|reckoned|"
-    r"wrote|writes|reports?|reported|asserts?|asserted|maintains?|maintained|contends?|contended|"
+    r"wrote|writes|reports?|reported|asserts?|asserted|states?|stated|maintains?|maintained|contends?|contended|"
     r"hypothesi[sz]e[sd]?|suspects?|suspected|mentions?|mentioned|posted|posits?|posited|concludes?|concluded|"
     r"speculates?|speculated|theori[sz]e[sd]?|alleges?|alleged|told\s+(?:me|us)|(?:is|was|are|were)\s+"
     r"(?:convinced|sure|certain|adamant)|swears|swore|puts?\s+it\s+down\s+to|pins?\s+it\s+on|pinned\s+it\s+on|"
@@ -605,7 +628,8 @@ _REPORT_ADVERB = (
 #: "Priya is right that X" are the agent's own claims, and "Priya correctly says" endorses.
 ATTRIBUTION = re.compile(
     r"(?:(?<=^)|(?<=\n)|(?<=[.!?;:,(\u201c\x22>*-]\s)|(?<=[(\u201c\x22])|(?<=\band\s)|(?<=\bbut\s)|(?<=\bwhile\s)|(?<=\bwhereas\s)|(?<=\bthough\s))"
-    rf"[\W_]*(?:(?<!\bas\s)(?<!\blike\s){_OTHER}\s+{_REPORT_ADVERB}{_REPORT}\b(?:\s+that\b)?"
+    rf"[\W_]*(?:(?<!\bas\s)(?<!\blike\s){_OTHER}(?:\s+(?:i|we)\s+(?:found|saw|read|came\s+across|got|dug\s+up))?"
+    rf"\s+{_REPORT_ADVERB}{_REPORT}\b(?:\s+that\b)?"
     rf"|(?:{_NAME}|{_OTHER})'s\s+(?:[\w-]+\s+){{0,2}}?{_CLAIM_NOUN}\b(?:\s+(?:on|in|from|at)\s+(?:the\s+)?[\w-]+)?"
     r"(?:\s*:|\s+(?:is|was)\b(?!\s+(?:\w+\s+)?(?:right|correct|spot\s+on|accurate|wrong|mistaken|false)\b)(?:\s+that\b)?"
     r"|\s+(?:says?|said|reads?|claims?|goes|went)\b(?:\s+that\b)?)"
@@ -621,6 +645,19 @@ ATTRIBUTION = re.compile(
     r"(?:wisdom|explanation|theory|story|view|belief|assumption|diagnosis)\s+(?:is|was|says?|said)\b(?:\s+that\b)?)",
     re.IGNORECASE,
 )
+#: A quotation under a label of two or more words that names someone else or what they wrote ("Reviewer
+#: comment on the PR: "…"", "Handover note from last week's on-call: "…"", "Re Priya's message ("…")",
+#: "Ticket SIM-233 (opened by the previous maintainer) states: "…""): their words, to the closing quote.
+QUOTE_LABEL = re.compile(
+    r"(?:^|(?<=\n)|(?<=[.!?;]\s))(?P<label>[^\n.!?;:\x22\u201c]{2,100}?)(?:\s*:\s*|\s*\(\s*)(?=[\x22\u201c])"
+)
+LABEL_NAMES_OTHER = re.compile(rf"\b(?:{_PERSON}|{_DOCUMENT})\b|{_NAME}'s\b|#\s*\d+", re.IGNORECASE)
+FIRST_PERSON = re.compile(r"[\W_]*(?:i|i'm|i've|i'd|my|we|we're|our|me)\b", re.IGNORECASE)
+#: Words a quotation needs to be a claim rather than a quoted name or value.
+MIN_QUOTED_WORDS = 5
+#: A short phrase that opens the sentence of someone else's claim ("For reference: ", "FWIW, "): the
+#: claim's scope starts with the sentence.
+LEADING_LABEL = re.compile(r"[\W_]*(?:[\w'-]+\s+){0,3}[\w'-]+\s*[:,]\s*")
 #: Someone else's claim named after it: "X, Priya says." / "X — or so the ticket claims." / "X is what
 #: the reviewer thinks."
 POSTPOSED_ATTRIBUTION = re.compile(
@@ -633,6 +670,7 @@ POSTPOSED_ATTRIBUTION = re.compile(
 #: correct", "I confirmed it", "the probe confirms it".
 ENDORSEMENT = re.compile(
     r"\b(?:i|we)\s+(?:\w+\s+){0,2}?(?:agree|concur)\b(?!\s+(?:only|partly|partially)\b)"
+    r"|(?:^|(?<=[.!?]\s)|(?<=[.!?][\x22\u201d]\s)|(?<=\n))agreed\b"
     r"|\b(?:he|she|they|(?-i:[A-Z][a-z]+))(?:'s|'re|\s+is|\s+are|\s+was|\s+were)\s+(?:\w+\s+)?(?:right|correct|spot\s+on)\b"
     r"|\b(?:note|ticket|report|review|reviewer|comment|claim|theory|diagnosis|message|write-?up|summary|analysis|explanation|"
     r"colleague|teammate|reporter)\s+(?:is|was)\s+(?:\w+\s+)?(?:right|correct|spot\s+on|accurate)\b"
@@ -782,7 +820,10 @@ PARAGRAPH_END = re.compile(r"\n[ \t]*\n")
 #: real cause: …"): a hypothesis label that opened the statement does not reach into it.
 ACTUAL_PARAGRAPH = re.compile(
     r"\n[ \t]*\n[\W_]*(?:what\s+(?:actually|really)\b|actually\b|in\s+(?:fact|reality)\b|the\s+(?:real|actual|true)\s+"
-    r"(?:cause|problem|bug|issue|culprit|mechanism|explanation)\b)",
+    r"(?:cause|problem|bug|issue|culprit|mechanism|explanation)\b)"
+    # round 8: a label of what actually happens, in the same paragraph ("First guess: X. Wrong. Actual cause: Y")
+    r"|(?:\n|(?<=[.!?])\s+)[\W_]*(?:(?:the\s+)?(?:real|actual|true)\s+(?:cause|problem|bug|issue|culprit|mechanism|"
+    r"explanation)|confirmed|verified|root\s+cause|conclusion)\s*:",
     re.IGNORECASE,
 )
 
@@ -870,7 +911,18 @@ def scopes(text: str) -> Scopes:
         # an endorsement inside an unquoted claim's sentence ("Priya says X and I agree") or in the sentence
         # after the claim ("She's right.") makes it the agent's own
         if not _endorsed(text, opener.end() if not quoted else end, end):
-            attributed.append((opener.start(), end))
+            attributed.append((_claim_start(text, opener.start()), end))
+    for n, label in enumerate(QUOTE_LABEL.finditer(text)):
+        if n >= MAX_SCOPES:
+            break
+        words = label.group("label").split()
+        if len(words) < 2 or FIRST_PERSON.match(label.group("label")) or not LABEL_NAMES_OTHER.search(label.group(0)):
+            continue
+        end, _ = _claim_end(text, label.end())
+        # endorsed in its label ("The reviewer's summary is right and I'll adopt it: "…"") or after the quote
+        endorsed = _endorsed(text, label.start(), label.end(), reach=0) or _endorsed(text, end, end)
+        if len(text[label.end() : end].split()) >= MIN_QUOTED_WORDS and not endorsed:
+            attributed.append((label.start(), end))
     for n, postposed in enumerate(POSTPOSED_ATTRIBUTION.finditer(text)):
         if n >= MAX_SCOPES:
             break
@@ -906,6 +958,13 @@ def scopes(text: str) -> Scopes:
     return Scopes(tuple(attributed), tuple(tentative), confirmations)
 
 
+def _claim_start(text: str, at: int) -> int:
+    """Where someone else's claim whose opener starts at ``at`` begins: at the start of its sentence when
+    only a short leading phrase comes before the opener ("For reference: DeepSpeed issue #5618 reports …")."""
+    begin = _prose_sentence(text, at)[0]
+    return begin if begin < at and LEADING_LABEL.fullmatch(text, begin, at) else at
+
+
 def _claim_end(text: str, at: int) -> tuple[int, bool]:
     """Where someone else's claim that starts at ``at`` ends, and whether it was quoted: at its closing
     quote when it opens with one, at the end of its block when the opener ends its line (a list or a
@@ -925,16 +984,25 @@ def _claim_end(text: str, at: int) -> tuple[int, bool]:
     return (contrast.start() if contrast else stop), False
 
 
-def _endorsed(text: str, start: int, end: int) -> bool:
-    """Whether the agent endorses, between ``start`` and the end of the second sentence after ``end``, a
-    claim it reported ("I agree", "she's right", "that's correct", "I confirmed it"; "PR #7985 says X. Our
+#: What before an endorsing word negates it ("not confirmed", "nobody has confirmed it", "hasn't been verified").
+UNENDORSED = re.compile(
+    r"\b(?:not|never|no|nobody|no\s+one|none|neither)\b(?:\s+\w+){0,2}\s*$|n't(?:\s+\w+)?\s*$", re.IGNORECASE
+)
+
+
+def _endorsed(text: str, start: int, end: int, reach: int = 2) -> bool:
+    """Whether the agent endorses, between ``start`` and the end of the ``reach``-th sentence after the one
+    holding ``end`` (``reach=0``: between ``start`` and ``end`` only), a claim it reported ("I agree",
+    "she's right", "that's correct", "I confirmed it"; "PR #7985 says X. Our
     engine copied that order. I agree with the PR's analysis."); a negated one does not."""
     stop = _prose_sentence(text, min(end, len(text) - 1))[1] if end < len(text) else end
-    for _ in range(2):
+    if not reach:
+        stop = end
+    for _ in range(reach):
         stop = _prose_sentence(text, min(stop + 1, len(text) - 1))[1] if stop + 1 < len(text) else stop
     for found in ENDORSEMENT.finditer(text, start, min(stop, start + MAX_SENTENCE)):
-        before = text[max(0, found.start() - 16) : found.start()]
-        if NEGATION.search(found.group(0)) or re.search(r"\b(?:not|never|no)\s*$|n't\s*$", before, re.IGNORECASE):
+        before = text[max(0, found.start() - 24) : found.start()]
+        if NEGATION.search(found.group(0)) or UNENDORSED.search(before):
             continue
         return True
     return False
@@ -1318,6 +1386,8 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
             wrong_only = any(p.search(target) for p in wrong_patterns)
             if _on_condition(statement, match.start()):
                 continue  # a withdrawal promised on a condition ("If the one-rank run is off too, I'll drop this")
+            if _answers_a_question(statement, match):
+                continue  # "Q: Does anything complain?\nA: No." answers its question; it takes nothing back
             begin = _sentence_start(statement, match.start())
             local = (
                 (kind == "refutation" or DISMISSAL.fullmatch(match.group(0)) is not None)
@@ -1331,6 +1401,17 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
             )
             found.append(Withdrawal(match.start(), reach, wrong_only, begin if local else 0))
     return sorted(found, key=lambda w: w.start)
+
+
+#: The "No" of an answer in a question-and-answer layout ("Q: Does anything complain?" / "A: No. …").
+QA_ANSWER_NO = re.compile(r"[ \t>*_-]*(?:a|answer)\s*[:.)]\s*(?:no|nope)\b", re.IGNORECASE)
+
+
+def _answers_a_question(text: str, match: re.Match[str]) -> bool:
+    """Whether ``match`` is the "No" that opens an answer line of a question-and-answer layout."""
+    line = text.rfind("\n", 0, match.start()) + 1
+    answer = QA_ANSWER_NO.match(text, line)
+    return answer is not None and match.start() < answer.end()
 
 
 def _target(text: str, match: re.Match[str], reach: int) -> str:
