@@ -277,7 +277,7 @@ def test_the_ddp_kit_accepts_every_native_scenario_and_refuses_bad_widths(monkey
         ({"world_size": 3}, "world_size must be the devices"),
         ({"records": 63}, "records whole batches"),
         ({"max_grad_norm": float("nan")}, "max_grad_norm must be >= 0"),
-        ({"grad_accum": True}, "must be positive"),
+        ({"grad_accum": True}, "grad_accum = True: expected an integer"),  # params.toml types it
         ({"model": {"hidden_size": 256}}, "unknown scenario params"),
     ]:
         with pytest.raises(ValueError, match=message):
