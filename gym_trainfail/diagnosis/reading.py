@@ -455,15 +455,17 @@ NEGATED_MANNER = re.compile(
     r"\bin\s+(?:a|any|such\s+a)\s+way\s+(?:that|which)\b",
     re.IGNORECASE,
 )
-#: An immediate no to a question ("? No: …", "? It isn't."): the question then denies.
+#: The label of an answer in a question-and-answer layout ("Q: … ?" / "A: …").
+_ANSWER_LABEL = r"(?:a|answer)\s*[:.)]\s*"
+#: An immediate no to a question ("? No: …", "? It isn't.", "?\nA: No."): the question then denies.
 ANSWER_NO = re.compile(
-    r"[\s*_]*(?:(?:a|answer)\s*[:.)]\s*)?(?:no|nope|not\s+at\s+all|(?:definitely|certainly|absolutely|clearly|obviously|surely)\s+not|hardly|it\s+(?:isn't|is\s+not|doesn't|does\s+not|wasn't|didn't)|they\s+(?:aren't|don't|weren't|"
+    rf"[\s*_]*(?:{_ANSWER_LABEL})?(?:no|nope|not\s+at\s+all|(?:definitely|certainly|absolutely|clearly|obviously|surely)\s+not|hardly|it\s+(?:isn't|is\s+not|doesn't|does\s+not|wasn't|didn't)|they\s+(?:aren't|don't|weren't|"
     r"didn't))\b",
     re.IGNORECASE,
 )
 #: An immediate yes to a question ("? Yes: …", "? It does."): the question then asserts.
 ANSWER_YES = re.compile(
-    r"[\s*_]*(?:(?:a|answer)\s*[:.)]\s*)?(?:yes|yep|yeah|indeed|exactly|confirmed|correct|it\s+(?:is|does|did|was)|they\s+(?:are|do|did|were))\b",
+    rf"[\s*_]*(?:{_ANSWER_LABEL})?(?:yes|yep|yeah|indeed|exactly|confirmed|correct|it\s+(?:is|does|did|was)|they\s+(?:are|do|did|were))\b",
     re.IGNORECASE,
 )
 #: A label that opens a list of candidates ("Candidates:", "Possible causes:", "Hypotheses:", "Suspects,
@@ -995,9 +997,7 @@ def _endorsed(text: str, start: int, end: int, reach: int = 2) -> bool:
     holding ``end`` (``reach=0``: between ``start`` and ``end`` only), a claim it reported ("I agree",
     "she's right", "that's correct", "I confirmed it"; "PR #7985 says X. Our
     engine copied that order. I agree with the PR's analysis."); a negated one does not."""
-    stop = _prose_sentence(text, min(end, len(text) - 1))[1] if end < len(text) else end
-    if not reach:
-        stop = end
+    stop = _prose_sentence(text, min(end, len(text) - 1))[1] if reach and end < len(text) else end
     for _ in range(reach):
         stop = _prose_sentence(text, min(stop + 1, len(text) - 1))[1] if stop + 1 < len(text) else stop
     for found in ENDORSEMENT.finditer(text, start, min(stop, start + MAX_SENTENCE)):
@@ -1404,7 +1404,7 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
 
 
 #: The "No" of an answer in a question-and-answer layout ("Q: Does anything complain?" / "A: No. …").
-QA_ANSWER_NO = re.compile(r"[ \t>*_-]*(?:a|answer)\s*[:.)]\s*(?:no|nope)\b", re.IGNORECASE)
+QA_ANSWER_NO = re.compile(rf"[ \t>*_-]*{_ANSWER_LABEL}(?:no|nope)\b", re.IGNORECASE)
 
 
 def _answers_a_question(text: str, match: re.Match[str]) -> bool:
