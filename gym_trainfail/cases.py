@@ -53,6 +53,7 @@ CASE_KEYS: dict[str, frozenset[str] | None] = {
             "judge_command",
             "kit",
             "oracle_command",
+            "fixtures_command",
             "judge_timeout_s",
             "artifact_limit_mb",
             "command",
@@ -197,6 +198,9 @@ class CaseSpec:
     check_command: str = ""
     #: Optional: computes a scenario's reference without any revision (cached per scenario).
     oracle_command: tuple[str, ...] = ()
+    #: Optional: computes the run phase's public inputs from the run kit alone (cached per grader
+    #: version, mounted read-only at ``/fixtures`` in every run phase).
+    fixtures_command: tuple[str, ...] = ()
     #: The folder under ``grader/`` the run phase sees at ``/kit`` (visible to revision code).
     kit: str = "kit"
     #: The judge's time per scenario.
@@ -365,6 +369,7 @@ def load_case(root: Path) -> CaseSpec:
         workspace_exclude=tuple(reader.strings("workspace.exclude", default=[])),
         check_command=reader.string("workspace.check_command", default=""),
         oracle_command=tuple(reader.strings("grader.oracle_command", default=[])),
+        fixtures_command=tuple(reader.strings("grader.fixtures_command", default=[])),
         scenarios=scenarios,
         rubric=load_rubric(root / "grader", root / "workspace"),
         profiles=profiles,

@@ -399,6 +399,74 @@ def test_the_oracle_cache_computes_each_oracle_once_without_changing_verdicts(
     assert [r.status for r in receipts] == ["fail", "pass", "fail"]
 
 
+FIXTURES_SCRIPT = """
+import argparse, json, os, secrets
+parser = argparse.ArgumentParser()
+parser.add_argument("--out-dir", required=True)
+args = parser.parse_args()
+os.makedirs(args.out_dir)
+made = {"nonce": secrets.token_hex(4), "grader": os.path.exists("/grader"), "kit": os.path.isdir("/kit")}
+json.dump(made, open(os.path.join(args.out_dir, "made.json"), "w"))
+"""
+#: What the echo run kit (copied) adds to each report: the fixture it was given, and whether it
+#: (the revision's side of the sandbox) could change it.
+FIXTURE_PROBE = """
+            "fixture": open("/fixtures/made.json").read() if os.path.exists("/fixtures/made.json") else "",
+            "fixture_writable": os.access("/fixtures", os.W_OK) or _tamper(),
+"""
+TAMPER = """
+def _tamper() -> bool:
+    try:
+        with open("/fixtures/made.json", "w") as fh:
+            fh.write("{}")
+        return True
+    except OSError:
+        return False
+
+
+def main() -> None:"""
+
+
+def test_fixtures_are_made_once_from_the_kit_alone_and_no_run_can_change_them(
+    tmp_path: Path, echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRAINFAIL_HOME", str(tmp_path / "home"))
+    folder = tmp_path / "fixture_case"
+    shutil.copytree(ECHO_CASE, folder)
+    (folder / "grader" / "kit" / "fixtures.py").write_text(FIXTURES_SCRIPT)
+    run = (folder / "grader" / "kit" / "run.py").read_text()
+    total = '            "total_s": time.monotonic() - started,\n'
+    run = run.replace(total, FIXTURE_PROBE.lstrip("\n") + total)
+    (folder / "grader" / "kit" / "run.py").write_text(run.replace("\ndef main() -> None:", TAMPER, 1))
+    judge = (folder / "grader" / "judge.py").read_text()
+    judge = judge.replace(
+        '            "harnesslib": record.get("harnesslib") is True,\n',
+        '            "harnesslib": record.get("harnesslib") is True,\n'
+        '            "fixture": str(record.get("fixture", ""))[:200],\n'
+        '            "fixture_writable": record.get("fixture_writable") is not False,\n',
+    )
+    (folder / "grader" / "judge.py").write_text(judge)
+    toml = (folder / "case.toml").read_text()
+    toml = toml.replace("[grader]\n", '[grader]\nfixtures_command = ["python", "/kit/fixtures.py"]\n')
+    (folder / "case.toml").write_text(toml.replace("TrainFailTest/Echo-v0", "TrainFailTest/EchoFixtures-v0"))
+    case = load_case(folder)
+    revisions = _echo_revisions(echo_case, tmp_path / "revisions")
+    receipts = [Grader(case, sandbox="bwrap", cache=False, runtime=runtime).grade_dir(r) for r in revisions]
+    receipts.append(Grader(case, sandbox="bwrap", cache=False, runtime=runtime).grade_dir(revisions[1]))
+    assert [r.status for r in receipts] == ["fail", "pass", "fail", "pass"], "fixtures change no verdict"
+    seen = {o.metrics["fixture"] for r in receipts for o in r.outcomes}
+    assert len(seen) == 1, f"one fixture, made once for every run of every grader: {seen}"
+    made = json.loads(seen.pop())
+    assert made["kit"] and not made["grader"], "fixtures are made from the kit alone, never the private grader"
+    assert not any(o.metrics["fixture_writable"] for r in receipts for o in r.outcomes), "fixtures are read-only"
+
+    # a fixtures command that fails costs time, never a verdict: runs go on without /fixtures
+    (folder / "grader" / "kit" / "fixtures.py").write_text("raise SystemExit(3)\n")
+    broken = load_case(folder)
+    receipt = Grader(broken, sandbox="bwrap", cache=False, runtime=runtime).grade_dir(revisions[1])
+    assert receipt.status == "pass" and {o.metrics["fixture"] for o in receipt.outcomes} == {""}
+
+
 def test_scenario_groups_give_the_same_verdicts_and_fall_back_on_their_own(
     tmp_path: Path, echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None
 ) -> None:

@@ -78,6 +78,7 @@ def test_a_base_scenario_in_toml_types_every_param_and_refuses_what_does_not_fit
     assert Scenario(name="d", kind="healthy", devices=2).refs == {"main": "B"}, "a table default is never shared"
     for params, message in [
         ({"lr": "0.1"}, "lr = '0.1': expected a number"),
+        ({"lr": True}, "lr = True: expected a number"),
         ({"steps": 4.0}, "steps = 4.0: expected an integer"),
         ({"steps": True}, "steps = True: expected an integer"),
         ({"bf16": 1}, "bf16 = 1: expected a boolean"),

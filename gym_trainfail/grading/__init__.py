@@ -3,7 +3,8 @@
 * :mod:`.receipts`: what grading produces (one outcome per scenario, a receipt per revision
   tree, the first valid repair);
 * :mod:`.phases`: the sandboxed run and judge phases, and what the host checks between them;
-* :mod:`.oracles`: revision-independent references, computed once and cached;
+* :mod:`.oracles`: revision-independent references and run-phase fixtures, computed once and
+  cached;
 * :mod:`.grader`: the :class:`Grader`: plans launch units, runs them, retries what got no
   verdict, keeps receipts.
 
@@ -13,8 +14,9 @@ The protocol is ``docs/grader-protocol.md``.
 from __future__ import annotations
 
 from gym_trainfail.grading.grader import DEFAULT_RETRIES, GRADING_ARM, Grader, Job, ProgressHook
-from gym_trainfail.grading.oracles import ORACLE_DONE, OracleCache
+from gym_trainfail.grading.oracles import ORACLE_DONE, FixtureCache, OracleCache
 from gym_trainfail.grading.phases import (
+    FIXTURES_MOUNT,
     GRADER_LIMITS,
     HARNESSLIB_DIR,
     ArtifactCheck,
@@ -33,6 +35,7 @@ from gym_trainfail.grading.receipts import (
 
 __all__ = [
     "DEFAULT_RETRIES",
+    "FIXTURES_MOUNT",
     "GRADER_LIMITS",
     "GRADING_ARM",
     "HARNESSLIB_DIR",
@@ -40,6 +43,7 @@ __all__ = [
     "ORACLE_DONE",
     "ArtifactCheck",
     "FirstValid",
+    "FixtureCache",
     "Grader",
     "Job",
     "OracleCache",

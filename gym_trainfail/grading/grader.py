@@ -32,7 +32,7 @@ from gym_trainfail.cases import DEFAULT_PROFILE, CaseSpec, Scenario
 from gym_trainfail.devices import DevicePool, Lease
 from gym_trainfail.errors import GradingError
 from gym_trainfail.files import read_json_object, write_json
-from gym_trainfail.grading.oracles import OracleCache
+from gym_trainfail.grading.oracles import FixtureCache, OracleCache
 from gym_trainfail.grading.phases import (
     ORACLE_MOUNT,
     PhaseRun,
@@ -126,6 +126,11 @@ class Grader:
             if command
             else None
         )
+        if case.fixtures_command:
+            fixtures = FixtureCache(
+                self.phases, self.grader_hash, case.fixtures_command, retries=retries, persistent=oracle_cache
+            )
+            self.phases.fixtures = fixtures.ensure
 
     def receipt_path(self, tree: str) -> Path:
         slug = self.case.id.replace("/", "__")

@@ -1,7 +1,8 @@
 """The sandboxed phases of grading, and what the host checks between them.
 
 * **run** (hostile): a copy of the revision at ``/workspace``, the case's run kit at ``/kit``,
-  the scenario requests read-only at ``/io``; the kit leaves artifacts under ``/out``, which sit on
+  the scenario requests read-only at ``/io``, the case's cached fixtures (if it declares any)
+  read-only at ``/fixtures``; the kit leaves artifacts under ``/out``, which sit on
   a disk budget of their own. Nothing it writes, prints or returns is a verdict.
 * between the phases (host): only regular files and folders of ``/out`` are kept (links, FIFOs,
   sockets, devices removed and counted) and their size is checked against the case's limit; the
@@ -26,7 +27,7 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,8 @@ GRADER_LIMITS = Limits(memory_bytes=16 * GiB, pids=4096, output_bytes=20_000, tm
 ORACLE_MOUNT = "/oracle"
 #: Where the run kit is mounted in run sandboxes.
 KIT_MOUNT = "/kit"
+#: Where a case's cached fixtures (``grader.fixtures_command``) are mounted in run sandboxes.
+FIXTURES_MOUNT = "/fixtures"
 #: Where the run phase writes its artifacts, and where the judge reads them.
 ARTIFACTS_OUT = "/out"
 ARTIFACTS_MOUNT = "/artifacts"
@@ -186,6 +189,9 @@ class Phases:
 
     def __init__(self, case: CaseSpec, runtime: Runtime, sandbox: str, pool: DevicePool) -> None:
         self.case, self.runtime, self.sandbox, self.pool = case, runtime, sandbox, pool
+        #: The case's cached fixtures folder, made on first use (``None``: it declares none, or
+        #: they could not be made); set by the grader.
+        self.fixtures: Callable[[], Path | None] = lambda: None
 
     def request(self, scenario: Scenario, name: str | None = None) -> dict[str, Any]:
         """How a phase sees one scenario (``/io/scenarios.json`` holds a list of these); ``name``
@@ -218,6 +224,7 @@ class Phases:
         for folder in (run_io, out):
             folder.mkdir(parents=True)
         (run_io / "scenarios.json").write_text(self.requests(unit))
+        fixtures = self.fixtures()
         run = self.phase(
             f"grade-run-{len(unit)}x{unit[0].devices}",
             workspace,
@@ -226,6 +233,7 @@ class Phases:
                 Mount(HARNESSLIB_DIR, HARNESSLIB_MOUNT),
                 Mount(run_io, "/io"),
                 Mount(out, ARTIFACTS_OUT, writable=True),
+                *([Mount(fixtures, FIXTURES_MOUNT)] if fixtures is not None else []),
             ),
             [*self.case.run_command, "--scenarios", "/io/scenarios.json", "--out-dir", ARTIFACTS_OUT],
             run_limit_s(unit),

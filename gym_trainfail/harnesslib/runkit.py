@@ -40,6 +40,23 @@ else:  # imported from /harnesslib by a case's run kit
 #: How much of a job's and of a warm launcher's combined output the judge gets.
 LOG_LIMIT = 200_000
 LAUNCHER_LOG_LIMIT = 64_000
+#: Where the host mounts the case's cached fixtures (``grader.fixtures_command``), read-only.
+FIXTURES = Path("/fixtures")
+
+
+def cached_fixture(name: str, dest: Path) -> bool:
+    """Copy ``FIXTURES/name`` (a file or folder its fixtures command made) to ``dest`` when the
+    host mounted the case's cached fixtures; ``False`` when it did not (build it yourself: a
+    fixture the host could not make only costs time). A copy, so that the scenario's files can be
+    hard links to it, as ``/fixtures`` is another mount."""
+    cached = FIXTURES / name
+    if cached.is_dir():
+        shutil.copytree(cached, dest, symlinks=True)
+    elif cached.is_file():
+        shutil.copyfile(cached, dest)
+    else:
+        return False
+    return True
 
 
 def copy_regular(src: Path, dest: Path, limit: int) -> str | None:

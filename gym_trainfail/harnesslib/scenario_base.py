@@ -80,7 +80,7 @@ class ScenarioBase:
         for key, value in params.items():
             want = cls.PARAM_TYPES.get(key)
             if want is not None and not _fits(value, want):
-                raise ValueError(f"scenario param {key} = {value!r}: expected {_TYPE_NAMES[want]}, as its default")
+                raise ValueError(f"scenario param {key} = {value!r}: expected {_ACCEPTED[want][1]}, as its default")
         return cls(
             name=str(raw["name"]),
             kind=str(raw["kind"]),
@@ -102,20 +102,21 @@ def size_limit(values: int, *, bytes_per_value: int = 8, floor: int = 16 << 20) 
 
 
 #: What a value of each param type may be given as (a TOML array or JSON list for a tuple).
-_ACCEPTED: dict[type, tuple[type, ...]] = {
-    bool: (bool,),
-    int: (int,),
-    float: (int, float),
-    str: (str,),
-    tuple: (list, tuple),
-    dict: (dict,),
+#: Per param type (its default's): the value types a scenario may give it, and how an error names it.
+_ACCEPTED: dict[type, tuple[tuple[type, ...], str]] = {
+    bool: ((bool,), "a boolean"),
+    int: ((int,), "an integer"),
+    float: ((int, float), "a number"),
+    str: ((str,), "a string"),
+    tuple: ((list, tuple), "an array"),
+    dict: ((dict,), "a table"),
 }
-_TYPE_NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", tuple: "an array",
-               dict: "a table"}  # fmt: skip
 
 
 def _fits(value: Any, want: type) -> bool:
-    return isinstance(value, _ACCEPTED[want]) and (want in (bool, float) or not isinstance(value, bool))
+    """``value`` is one of the types ``want`` accepts (a boolean only where ``want`` is one: in
+    Python a boolean is also an integer)."""
+    return isinstance(value, _ACCEPTED[want][0]) and (want is bool or not isinstance(value, bool))
 
 
 def _param_type(key: str, value: Any) -> type:

@@ -99,7 +99,9 @@ class SourceProbe(RankObserver):
         buffers = {name: full(b) for name, b in root.named_buffers()}
         state = {"init": self.init, "params": parameters(root), "buffers": buffers,
                  "grads": parameters(root, grads=True), "opt": optimizer_state(root, optimizer)}  # fmt: skip
-        digests = {f: {name: value_digest(v) for name, v in state[f].items()} for f in FIELDS}
+        # every rank's two combined digests; rank 0 alone records every entry's
+        fields = FIELDS if self.rank == 0 else ("init", "params")
+        digests = {f: {name: value_digest(v) for name, v in state[f].items()} for f in fields}
         record: dict[str, Any] = {"rng": torch.get_rng_state(), "init_digest": combined(digests["init"]),
                                   "final_digest": combined(digests["params"])}  # fmt: skip
         if self.rank == 0:

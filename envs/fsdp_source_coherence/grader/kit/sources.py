@@ -2,10 +2,13 @@
 
 Source A is revision v1, source B is v2, regenerated from the seeds the team's publish script
 records, by the grader's own code, so nothing a revision holds changes what counts as authentic.
-The run kit publishes them to fill a scenario's caches; the trusted oracle publishes its own.
+The case's fixtures command (``python /kit/sources.py --out-dir DIR``, run by the host once per
+grader version) publishes them for every run phase to fill its scenarios' caches from; the
+trusted oracle publishes its own.
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 import shutil
@@ -50,3 +53,9 @@ def lay_cache(cache: Path, published: Path, snapshots: tuple[str, ...] | list[st
     (repo / "refs").mkdir(parents=True, exist_ok=True)
     for ref, source in refs.items():
         (repo / "refs" / ref).write_text(commit_of(source))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="Publish both authentic revisions as OUT/published/{A,B}.")
+    parser.add_argument("--out-dir", type=Path, required=True)
+    publish(parser.parse_args().out_dir / "published")
