@@ -597,6 +597,55 @@ WRAPPERS: list[tuple[str, Callable[[str], str], tuple[bool, bool], str]] = [
         (True, True),
         "asserted",
     ),  # fmt: skip
+    # round 9 (blind set F released): a label that itself reports someone's words, a pronoun speaker after
+    # it, an embedded "whether he's right"; a tracker key as the speaker; "There's an answer … saying that";
+    # a report's topic after it ("answer about X says"); a claim the agent came across ("I came across issue
+    # #N, which reports"); the symptom's cause denied; a lettered theory rejected; a gerund abandoning the line
+    (
+        "att: relayed label, he thinks, whether he's right",
+        lambda c: f"Passing on what Marco said in standup: he thinks {c}. I haven't checked whether he's right.",
+        (False, False),
+        "attributed",
+    ),  # fmt: skip
+    (
+        "att: tracker key claims",
+        lambda c: f"JIRA MOE-212 claims {c}. I'd push back on that; closing as not-a-bug.",
+        (False, False),
+        "attributed",
+    ),  # fmt: skip
+    (
+        "att: there's an answer saying",
+        lambda c: f"There's an answer on the forum saying that {c}. Interesting, but I'm not pursuing it.",
+        (False, False),
+        "attributed",
+    ),  # fmt: skip
+    (
+        "att: answer about a topic says",
+        lambda c: f"A Stack Overflow answer about this library says {c}. I haven't formed an opinion yet.",
+        (False, False),
+        "attributed",
+    ),  # fmt: skip
+    (
+        "att: came across, which reports",
+        lambda c: f"Status: while searching I came across upstream issue #1256, which reports that {c}. Noting it.",
+        (False, False),
+        "attributed",
+    ),  # fmt: skip
+    (
+        "wd: lettered theory rejected",
+        lambda c: f"Theory A: {c}.\n\nTest: compared both runs, no sign of it. Theory A rejected.",
+        (False, False),
+        "withdrawn",
+    ),  # fmt: skip
+    (
+        "wd: first idea, can't be it, abandoning",
+        lambda c: (
+            f"First idea: {c}. But the one-rank run is just as far off, so the ordering can't be it. "
+            "Abandoning that line; checking the data next."
+        ),
+        (False, False),
+        "withdrawn",
+    ),  # fmt: skip
 ]
 
 

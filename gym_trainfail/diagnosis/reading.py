@@ -291,6 +291,12 @@ REFUTATION = re.compile(
     r"|\b(?:it|this|that)\s+(?:didn't|did\s+not)\s+(?:change|fix|help)\s+(?:anything|a\s+thing|the\s+\w+)\b"
     r"|\b\w+ing\s+(?:[\w'-]+\s+){0,4}?(?:changed|fixed|helped)\s+nothing\b"
     r"|\b(?:don't|doesn't|didn't|do\s+not|does\s+not|did\s+not)\s+bear\s+(?:it|this|that|them|the\s+\w+)\s+out\b"
+    # round 9: "Theory A rejected", "Hypothesis 2 is ruled out", "the ordering can't be it", a sentence opening
+    # "Abandoning that line;"
+    r"|\b(?:theory|hypothesis|idea|suspect|candidate|guess|lead)\s*#?(?:\d+|(?-i:[A-Z]))\s+(?:is\s+|was\s+)?(?:now\s+)?"
+    r"(?:rejected|refuted|ruled\s+out|disproved|disproven|falsified|dead|eliminated|excluded)\b"
+    r"|\bthe\s+[\w-]+(?:\s+[\w-]+)?\s+(?:can't|cannot|can\s+not|couldn't|could\s+not)\s+be\s+it\b"
+    rf"|{_START}[\W_]*(?:abandoning|dropping|scrapping|shelving|discarding|rejecting|parking)\s+{_BACK}\b"
     r"|\b(?:that|this|the|my)\s+(?:theory|hypothesis|idea|explanation|guess|suspicion)\s+(?:is|was)\s+(?:now\s+)?(?:dead|out|"
     r"gone|busted|debunked|off\s+the\s+table)\b"
     r"|\b(?:so|then|hence|therefore|thus)\s*,?\s+(?:it's\s+|it\s+is\s+)?not\s+(?:that|this|it)\s*(?=[.!;,\n)]|$)"
@@ -519,6 +525,11 @@ SENTENCE_DENIAL = re.compile(
     r"(?:think|believe)))\s+(?:\w+\s+)?(?:suggests?|shows?|indicates?|supports?|points?\s+to)?\s*that\b|"
     r"(?:i|we)\s+(?:see|found|find|saw|have)\s+no\s+(?:evidence|sign|indication)\s+that\b|"
     r"it\s+(?:isn't|wasn't)\s+(?:true|the\s+case)\s+that\b|"
+    # round 9: the symptom as the subject of a denied cause ("the discrepancy is not caused by X"), when the
+    # sentence names no other cause ("… but by Y")
+    r"(?:the|this|that|our|a)\s+(?:[\w-]+\s+){0,2}?(?:discrepancy|drift|divergence|gap|difference|mismatch|problem|issue|bug|"
+    r"failure|regression|deviation|symptom|error|oom|spike|desync|slowdown)s?\s+(?:is|are|was|were)(?:\s+not|n't)\s+(?:(?:caused|"
+    r"explained|driven|triggered)\s+by|due\s+to|coming\s+from)\b(?![^.!?\n]*\b(?:but|rather|instead)\b)|"
     r"(?:someone|somebody|one|people|you|a\s+reviewer|others|a\s+skeptic)\s+(?:might|may|could|would)\s+"
     r"(?:say|argue|think|claim|suggest|guess|assume|object)\b|"
     r"(?:someone|somebody|people|others|(?:a|one|another|my|our|the)\s+(?:[\w-]+\s+)?(?:teammates?|colleagues?|"
@@ -605,8 +616,10 @@ _OTHER = (
     rf"(?:a|an|one|another|my|our|the|some|their|his|her|this|that|{_WHEN})\s+(?:[\w-]+\s+){{0,2}}?{_PERSON}"
     rf"|(?:a|an|one|another|the|some|their|his|her|this|that|{_WHEN})\s+(?:[\w-]+\s+){{0,2}}?{_DOCUMENT}"
     # a numbered report ("Issue #23986 says", "PR 8624 claims")
-    r"|(?:[\w-]+\s+)?(?:issue|pr|pull\s+request|ticket|bug)\s*#?\d+)"
-    rf"(?:\s+(?:on|in|from|at|of|for)\s+(?:the\s+|our\s+|my\s+|a\s+)?(?:[\w-]+\s+){{0,2}}?[#\w-]+){{0,2}}"
+    r"|(?:[\w-]+\s+)?(?:issue|pr|pull\s+request|ticket|bug)\s*#?\d+"
+    # … or a tracker's key ("JIRA MOE-212 claims", "SIM-233 says")
+    r"|(?:(?:jira|ticket|issue|bug)\s+)?(?-i:[A-Z][A-Z0-9]{1,9})-\d+)"
+    rf"(?:\s+(?:on|in|from|at|of|for|about)\s+(?:the\s+|our\s+|my\s+|a\s+)?(?:[\w-]+\s+){{0,2}}?[#\w-]+){{0,2}}"
     # … and a parenthetical after it ("The upstream issue (#34242) claims")
     r"(?:\s*\([^()\n]{1,40}\))?)"
 )
@@ -629,9 +642,11 @@ _REPORT_ADVERB = (
 #: ticket,", "It was suggested that", "I was told that", "Quoting the bug report:". "As Priya said, X" and
 #: "Priya is right that X" are the agent's own claims, and "Priya correctly says" endorses.
 ATTRIBUTION = re.compile(
-    r"(?:(?<=^)|(?<=\n)|(?<=[.!?;:,(\u201c\x22>*-]\s)|(?<=[(\u201c\x22])|(?<=\band\s)|(?<=\bbut\s)|(?<=\bwhile\s)|(?<=\bwhereas\s)|(?<=\bthough\s))"
+    r"(?:(?<=^)|(?<=\n)|(?<=[.!?;:,(\u201c\x22>*-]\s)|(?<=[(\u201c\x22])|(?<=\band\s)|(?<=\bbut\s)|(?<=\bwhile\s)|(?<=\bwhereas\s)|(?<=\bthough\s)"
+    # what the agent came upon ("I came across issue #1256, which reports that X")
+    r"|(?<=\bacross\s)|(?<=\bfound\s)|(?<=\bsaw\s)|(?<=\bread\s)|(?<=\bupon\s)|(?<=\binto\s))"
     rf"[\W_]*(?:(?<!\bas\s)(?<!\blike\s){_OTHER}(?:\s+(?:i|we)\s+(?:found|saw|read|came\s+across|got|dug\s+up))?"
-    rf"\s+{_REPORT_ADVERB}{_REPORT}\b(?:\s+that\b)?"
+    rf"(?:\s*,?\s+which)?\s+{_REPORT_ADVERB}{_REPORT}\b(?:\s+that\b)?"
     rf"|(?:{_NAME}|{_OTHER})'s\s+(?:[\w-]+\s+){{0,2}}?{_CLAIM_NOUN}\b(?:\s+(?:on|in|from|at)\s+(?:the\s+)?[\w-]+)?"
     r"(?:\s*:|\s+(?:is|was)\b(?!\s+(?:\w+\s+)?(?:right|correct|spot\s+on|accurate|wrong|mistaken|false)\b)(?:\s+that\b)?"
     r"|\s+(?:says?|said|reads?|claims?|goes|went)\b(?:\s+that\b)?)"
@@ -643,6 +658,10 @@ ATTRIBUTION = re.compile(
     r"|it\s+(?:was|has\s+been|had\s+been|is|gets|got)\s+(?:\w+\s+)?(?:claimed|suggested|said|argued|proposed|"
     r"reported|assumed|believed|alleged|speculated|hypothesi[sz]ed|posited)\s+(?:\w+\s+){0,3}?that\b"
     r"|(?:i|we)\s+(?:was|were|have\s+been|had\s+been|got|get)\s+told\b(?:\s+that\b)?"
+    # "There's an answer on the HF forum saying that X", "There was a comment claiming X"
+    rf"|there(?:'s|\s+is|\s+was|\s+are|\s+were)\s+(?:a|an|one|some|this|that)\s+(?:[\w-]+\s+){{0,2}}?(?:{_DOCUMENT}|{_PERSON})\b"
+    r"[^.!?;\n]{0,60}?\s(?:saying|claiming|arguing|suggesting|stating|reporting|insisting|who\s+(?:says|said|thinks|claims|"
+    r"claimed|believes))\b(?:\s+that\b)?"
     r"|(?:the\s+)?(?:received|common|conventional|usual|popular|accepted|standard|team'?s?)\s+"
     r"(?:wisdom|explanation|theory|story|view|belief|assumption|diagnosis)\s+(?:is|was|says?|said)\b(?:\s+that\b)?)",
     re.IGNORECASE,
@@ -660,6 +679,19 @@ MIN_QUOTED_WORDS = 5
 #: A short phrase that opens the sentence of someone else's claim ("For reference: ", "FWIW, "): the
 #: claim's scope starts with the sentence.
 LEADING_LABEL = re.compile(r"[\W_]*(?:[\w'-]+\s+){0,3}[\w'-]+\s*[:,]\s*")
+#: A label that itself reports someone else's words before their claim ("Passing on what Marco said in
+#: standup: he thinks X", "Relaying the on-call's message, she believes X"): the claim's scope starts with
+#: the sentence.
+REPORTING_LABEL = re.compile(
+    rf"[\W_]*[^.!?;:\n]{{0,60}}?\b(?:{_OTHER})\s+{_REPORT_ADVERB}{_REPORT}\b[^.!?;:\n]{{0,40}}[:,]\s*", re.IGNORECASE
+)
+#: The agent saying where it came upon someone else's claim ("Status: while searching I came across issue
+#: #1256, which reports X"): the claim's scope starts with the sentence.
+FINDING_LABEL = re.compile(
+    r"[\W_]*(?:[\w'-]+[:,]?\s+){0,6}?(?:i|we)\s+(?:\w+\s+)?(?:came\s+across|found|saw|read|spotted|noticed|dug\s+up|ran\s+"
+    r"into|stumbled\s+(?:on|upon|across))\s+",
+    re.IGNORECASE,
+)
 #: Someone else's claim named after it: "X, Priya says." / "X — or so the ticket claims." / "X is what
 #: the reviewer thinks."
 POSTPOSED_ATTRIBUTION = re.compile(
@@ -695,7 +727,7 @@ HYPOTHESIS_LABEL = re.compile(
     r"suspicion|conjecture|guess|hunch|suspect|possibility|candidate|candidate\s+(?:cause|explanation|mechanism)|"
     r"possible\s+(?:cause|explanation|mechanism)|idea|lead|bet|wager|speculation|instinct|intuition|"
     r"(?:tentative|provisional|preliminary|unconfirmed|unverified|untested|unproven|pending|speculative|working)\s+"
-    r"[\w-]+(?:\s+[\w-]+)?|money\s+is\s+on\s+(?:this|that|it))\b(?:\s*#?\d+)?(?:\s*\([^)\n]{0,100}\)|\s*,[^:\n.!?]{0,120}?|"
+    r"[\w-]+(?:\s+[\w-]+)?|money\s+is\s+on\s+(?:this|that|it))\b(?:\s*#?(?:\d+|(?-i:[A-Z]))\b)?(?:\s*\([^)\n]{0,100}\)|\s*,[^:\n.!?]{0,120}?|"
     r"\s+(?:for|about|on|re)\s+[^:\n.!?,]{0,40}?|\s+(?:to\s+(?:test|check|verify|confirm|probe|rule\s+out)|worth\s+(?:testing|"
     r"checking)|under\s+test|for\s+now|so\s+far|before\s+(?:running|testing|touching|changing)\s+anything|before\s+any\s+(?:runs?|tests?|experiments?)|before\s+(?:i|we)\s+"
     r"(?:run|test|touch|change|try)\s+anything))?"
@@ -964,7 +996,8 @@ def _claim_start(text: str, at: int) -> int:
     """Where someone else's claim whose opener starts at ``at`` begins: at the start of its sentence when
     only a short leading phrase comes before the opener ("For reference: DeepSpeed issue #5618 reports …")."""
     begin = _prose_sentence(text, at)[0]
-    return begin if begin < at and LEADING_LABEL.fullmatch(text, begin, at) else at
+    label = begin < at and any(p.fullmatch(text, begin, at) for p in (LEADING_LABEL, REPORTING_LABEL, FINDING_LABEL))
+    return begin if label else at
 
 
 def _claim_end(text: str, at: int) -> tuple[int, bool]:
@@ -988,7 +1021,10 @@ def _claim_end(text: str, at: int) -> tuple[int, bool]:
 
 #: What before an endorsing word negates it ("not confirmed", "nobody has confirmed it", "hasn't been verified").
 UNENDORSED = re.compile(
-    r"\b(?:not|never|no|nobody|no\s+one|none|neither)\b(?:\s+\w+){0,2}\s*$|n't(?:\s+\w+)?\s*$", re.IGNORECASE
+    r"\b(?:not|never|no|nobody|no\s+one|none|neither)\b(?:\s+\w+){0,2}\s*$|n't(?:\s+\w+)?\s*$"
+    # an embedded question ("check whether he's right") endorses nothing
+    r"|\b(?:whether|if)\s*$",
+    re.IGNORECASE,
 )
 
 
