@@ -357,6 +357,14 @@ def test_parallel_scenarios_give_the_same_verdicts(
     assert [sequential.grade_dir(r).status for r in revisions] == ["fail", "pass", "fail"]
 
 
+def _echo_with(folder: Path, key: str, script: str, name: str) -> Path:
+    """A copy of the echo case as ``TrainFailTest/<name>-v0`` whose ``grader.<key>`` runs ``python <script>``."""
+    shutil.copytree(ECHO_CASE, folder)
+    toml = (folder / "case.toml").read_text().replace("[grader]\n", f'[grader]\n{key} = ["python", "{script}"]\n')
+    (folder / "case.toml").write_text(toml.replace("TrainFailTest/Echo-v0", f"TrainFailTest/{name}-v0"))
+    return folder
+
+
 ORACLE_SCRIPT = """
 import argparse, json, os, secrets
 parser = argparse.ArgumentParser()
@@ -374,12 +382,8 @@ def test_the_oracle_cache_computes_each_oracle_once_without_changing_verdicts(
     tmp_path: Path, echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TRAINFAIL_HOME", str(tmp_path / "home"))
-    folder = tmp_path / "oracle_case"
-    shutil.copytree(ECHO_CASE, folder)
+    folder = _echo_with(tmp_path / "oracle_case", "oracle_command", "/grader/oracle.py", "EchoOracle")
     (folder / "grader" / "oracle.py").write_text(ORACLE_SCRIPT)
-    toml = (folder / "case.toml").read_text()
-    toml = toml.replace("[grader]\n", '[grader]\noracle_command = ["python", "/grader/oracle.py"]\n')
-    (folder / "case.toml").write_text(toml.replace("TrainFailTest/Echo-v0", "TrainFailTest/EchoOracle-v0"))
     case = load_case(folder)
     revisions = _echo_revisions(echo_case, tmp_path / "revisions")
     cached = Grader(case, sandbox="bwrap", cache=False, runtime=runtime)
@@ -431,8 +435,7 @@ def test_fixtures_are_made_once_from_the_kit_alone_and_no_run_can_change_them(
     tmp_path: Path, echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TRAINFAIL_HOME", str(tmp_path / "home"))
-    folder = tmp_path / "fixture_case"
-    shutil.copytree(ECHO_CASE, folder)
+    folder = _echo_with(tmp_path / "fixture_case", "fixtures_command", "/kit/fixtures.py", "EchoFixtures")
     (folder / "grader" / "kit" / "fixtures.py").write_text(FIXTURES_SCRIPT)
     run = (folder / "grader" / "kit" / "run.py").read_text()
     total = '            "total_s": time.monotonic() - started,\n'
@@ -446,9 +449,6 @@ def test_fixtures_are_made_once_from_the_kit_alone_and_no_run_can_change_them(
         '            "fixture_writable": record.get("fixture_writable") is not False,\n',
     )
     (folder / "grader" / "judge.py").write_text(judge)
-    toml = (folder / "case.toml").read_text()
-    toml = toml.replace("[grader]\n", '[grader]\nfixtures_command = ["python", "/kit/fixtures.py"]\n')
-    (folder / "case.toml").write_text(toml.replace("TrainFailTest/Echo-v0", "TrainFailTest/EchoFixtures-v0"))
     case = load_case(folder)
     revisions = _echo_revisions(echo_case, tmp_path / "revisions")
     receipts = [Grader(case, sandbox="bwrap", cache=False, runtime=runtime).grade_dir(r) for r in revisions]
