@@ -994,7 +994,9 @@ def scopes(text: str) -> Scopes:
 
 def _claim_start(text: str, at: int) -> int:
     """Where someone else's claim whose opener starts at ``at`` begins: at the start of its sentence when
-    only a short leading phrase comes before the opener ("For reference: DeepSpeed issue #5618 reports …")."""
+    only a short leading phrase ("For reference: DeepSpeed issue #5618 reports …"), a label that reports
+    someone's words ("Passing on what Marco said: he thinks …") or where the agent came upon the claim
+    ("I came across issue #1256, which reports …") comes before the opener."""
     begin = _prose_sentence(text, at)[0]
     label = begin < at and any(p.fullmatch(text, begin, at) for p in (LEADING_LABEL, REPORTING_LABEL, FINDING_LABEL))
     return begin if label else at
