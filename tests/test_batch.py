@@ -435,6 +435,13 @@ def test_fixtures_are_made_once_from_the_kit_alone_and_no_run_can_change_them(
     tmp_path: Path, echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TRAINFAIL_HOME", str(tmp_path / "home"))
+    check_fixture_cache(tmp_path, echo_case, runtime, "bwrap")
+
+
+def check_fixture_cache(tmp_path: Path, echo_case: CaseSpec, runtime: Runtime, backend: str) -> None:
+    """A case with a fixtures command, graded on ``backend``: the fixture is made once, from the kit
+    alone, is read-only to every run, and a command that fails costs no verdict (the Docker
+    backend's test calls it too)."""
     folder = _echo_with(tmp_path / "fixture_case", "fixtures_command", "/kit/fixtures.py", "EchoFixtures")
     (folder / "grader" / "kit" / "fixtures.py").write_text(FIXTURES_SCRIPT)
     run = (folder / "grader" / "kit" / "run.py").read_text()
@@ -451,8 +458,8 @@ def test_fixtures_are_made_once_from_the_kit_alone_and_no_run_can_change_them(
     (folder / "grader" / "judge.py").write_text(judge)
     case = load_case(folder)
     revisions = _echo_revisions(echo_case, tmp_path / "revisions")
-    receipts = [Grader(case, sandbox="bwrap", cache=False, runtime=runtime).grade_dir(r) for r in revisions]
-    receipts.append(Grader(case, sandbox="bwrap", cache=False, runtime=runtime).grade_dir(revisions[1]))
+    receipts = [Grader(case, sandbox=backend, cache=False, runtime=runtime).grade_dir(r) for r in revisions]
+    receipts.append(Grader(case, sandbox=backend, cache=False, runtime=runtime).grade_dir(revisions[1]))
     assert [r.status for r in receipts] == ["fail", "pass", "fail", "pass"], "fixtures change no verdict"
     seen = {o.metrics["fixture"] for r in receipts for o in r.outcomes}
     assert len(seen) == 1, f"one fixture, made once for every run of every grader: {seen}"
@@ -463,7 +470,7 @@ def test_fixtures_are_made_once_from_the_kit_alone_and_no_run_can_change_them(
     # a fixtures command that fails costs time, never a verdict: runs go on without /fixtures
     (folder / "grader" / "kit" / "fixtures.py").write_text("raise SystemExit(3)\n")
     broken = load_case(folder)
-    receipt = Grader(broken, sandbox="bwrap", cache=False, runtime=runtime).grade_dir(revisions[1])
+    receipt = Grader(broken, sandbox=backend, cache=False, runtime=runtime).grade_dir(revisions[1])
     assert receipt.status == "pass" and {o.metrics["fixture"] for o in receipt.outcomes} == {""}
 
 

@@ -68,6 +68,7 @@ from gym_trainfail.sandbox.docker_engine import (
 from gym_trainfail.sandbox.docker_image import RuntimeImage, build_image
 from gym_trainfail.sandbox.environment import sandbox_env
 from tests.conftest import make_echo_group_case
+from tests.test_batch import check_fixture_cache
 
 ISOLATING = ["bwrap", pytest.param("docker", marks=pytest.mark.docker)]
 SMALL = Limits(memory_bytes=GiB, pids=256, output_bytes=4000)
@@ -511,6 +512,13 @@ def test_echo_case_grades_the_same_under_both_backends(
         receipt = Grader(echo_case, sandbox=backend, cache=False).grade_dir(workspace)
         statuses[backend] = [(o.scenario, o.status) for o in receipt.outcomes]
     assert statuses["docker"] == statuses["bwrap"], json.dumps(statuses)
+
+
+def test_cached_fixtures_are_mounted_read_only_in_grading_containers(
+    echo_case: CaseSpec, control_image: RuntimeImage, runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRAINFAIL_HOME", str(tmp_path / "home"))
+    check_fixture_cache(tmp_path, echo_case, runtime, "docker")
 
 
 def test_scenario_groups_grade_the_same_under_both_backends(
