@@ -1,0 +1,1 @@
+"""wristnet: gesture classification from wrist IMU window summaries."""

@@ -1,0 +1,1 @@
+"""relaylm: a small tied-embedding language model trained with pipeline and data parallelism."""

@@ -1,0 +1,1 @@
+"""petite: a small causal language model trained data-parallel with recomputed activations."""

@@ -1,0 +1,1 @@
+"""twinhead: a two-task tabular regressor trained with FSDP and loss scaling."""
