@@ -151,6 +151,12 @@ CORES = {
         "different numbers of those tokens, DDP's average of the ranks' gradients is a mean of per-rank means"
         " instead of the global per-token mean"
     ),
+    "epoch_reshuffle": (
+        "begin_epoch calls set_epoch only on loader.sampler, which is the default SequentialSampler because "
+        "the loader is built with batch_sampler=ShardBatchSampler, so set_epoch never reaches the "
+        "DistributedSampler inside ShardBatchSampler and every epoch repeats the first epoch's order on every"
+        " rank"
+    ),
     "fsdp_source_coherence": (
         "one node's cache still maps main to v1 while the other serves v2, so the ranks load different "
         "checkpoint revisions and fully_shard keeps each rank's own shard, mixing the two revisions into one "
@@ -159,6 +165,19 @@ CORES = {
     "moe_expert_grad_scale": (
         "the reduction divides each expert's gradient by the expert-data-parallel group size (world divided "
         "by ep) rather than by the data-parallel world size, which makes expert gradients ep times too large"
+    ),
+    "pipeline_tied_embedding": (
+        "the training step sums the tied table's gradient over the first and last stage only after the ZeRO "
+        "reduce-scatter, when each replica holds the averaged gradient only in its own shard, and the table "
+        "falls in replica 0's shard on stage 0 but in replica 1's shard on the last stage, so each tied sum "
+        "adds an averaged gradient to a raw local one and the two copies drift apart"
+    ),
+    "recompute_dropout_rng": (
+        "petite/remat.py passes preserve_rng_state=deterministic to checkpoint_wrapper and "
+        "checkpoint_sequential, and train.deterministic is off by default, so torch does not restore the "
+        "forward's RNG state before recomputing a checkpointed block in backward, its dropout layers draw "
+        "fresh masks from the advanced generator, and the gradient is taken through different dropout masks "
+        "than the ones that produced the loss"
     ),
     "resume_skip_batches": (
         "the resume code skips global_step % updates_per_epoch batches, a count of optimizer steps, while the"
@@ -169,6 +188,12 @@ CORES = {
         "because `with rng_context and precision_context:` evaluates to the precision context only, the "
         "tracker's fork is never entered, so hidden dropout draws from the default generator seeded "
         "identically on every TP rank and each rank applies the same mask to its own sequence chunk"
+    ),
+    "scaler_inf_sync": (
+        "the ShardScaler starts the async MAX all_reduce of the found_inf flags in unscale_ and only waits on"
+        " it and copies the combined flag back in update(), so GradScaler.step() decides from each rank's own"
+        " uncombined flag, and a rank whose shard is finite takes the optimizer step while the overflowing "
+        "rank skips it"
     ),
     "scheduler_per_process": (
         "the scheduler is handed to accelerator.prepare, whose AcceleratedScheduler steps it once per process"
@@ -643,6 +668,124 @@ WRAPPERS: list[tuple[str, Callable[[str], str], tuple[bool, bool], str]] = [
             f"First idea: {c}. But the one-rank run is just as far off, so the ordering can't be it. "
             "Abandoning that line; checking the data next."
         ),
+        (False, False),
+        "withdrawn",
+    ),  # fmt: skip
+    # round 10 (blind set G released): a bot or a linter as the speaker, "commented", "flagged … as", "left a
+    # note saying", a project's numbered report that "describes", "answered … with"; someone else's question
+    # stays theirs; "If I had to guess", "A possible explanation for X (…) is"; "Hypothesis was:" then
+    # "Abandoned it"
+    (
+        "att: bot commented, false positive",
+        lambda c: f'The code-review bot commented "{c}". False positive as far as I\'m concerned.',
+        (False, False),
+        "attributed",
+    ),  # fmt: skip
+    (
+        "att: flagged as",
+        lambda c: f'The review bot flagged this line as "{c}". That\'s a false positive in my view.',
+        (False, False),
+        "attributed",
+    ),  # fmt: skip
+    (
+        "att: left a note saying",
+        lambda c: f"The previous on-call left a note saying {c}. Having read the code, I don't think so.",
+        (False, False),
+        "attributed",
+    ),  # fmt: skip
+    (
+        "att: project#N describes",
+        lambda c: f"pytorch#75870 describes a setup where {c}. Our pinned version is past that, so not relevant.",
+        (False, False),
+        "attributed",
+    ),  # fmt: skip
+    (
+        "att: answered with",
+        lambda c: f"Someone on the forum answered a similar question with {c}. Noting it for later.",
+        (False, False),
+        "attributed",
+    ),  # fmt: skip
+    (
+        "att: a reviewer's question, answered no",
+        lambda c: f"Reviewer on my PR: \"isn't it that {c}?\" No. Both ranks' weights match after every step.",
+        (False, False),
+        "attributed",
+    ),  # fmt: skip
+    (
+        "hyp: if I had to guess",
+        lambda c: f"If I had to guess before running anything: {c}. Might be off; I'll test it.",
+        (False, True),
+        "hypothesised",
+    ),  # fmt: skip
+    (
+        "hyp: a possible explanation for X (…) is",
+        lambda c: f"A possible explanation for the gap between the configs (and I stress possible) is that {c}.",
+        (False, True),
+        "hypothesised",
+    ),  # fmt: skip
+    (
+        "att: someone's TODO in quotes",
+        lambda c: f'Someone left a TODO near the loop: "{c}". I think the comment is stale; disregarding it.',
+        (False, False),
+        "attributed",
+    ),  # fmt: skip
+    (
+        "hyp: a plan to confirm or rule it out",
+        lambda c: f"TODO (hypothesis, unverified): {c}. Next: compare both runs to confirm or rule this out.",
+        (False, True),
+        "hypothesised",
+    ),  # fmt: skip
+    (
+        "den: the idea that X is incorrect",
+        lambda c: f"The idea that {c} is incorrect for this workspace.",
+        (False, False),
+        "denied",
+    ),  # fmt: skip
+    (
+        "den: X, as an aside, is not why",
+        lambda c: f"The usual suspect — {c} — is not why the runs differ here.",
+        (False, False),
+        "denied",
+    ),  # fmt: skip
+    (
+        "hyp: a label, then if … might",
+        lambda c: f"Reading the code before running anything: if {c}, the runs might differ. I'll check.",
+        (False, True),
+        "hypothesised",
+    ),  # fmt: skip
+    (
+        "asserted: a setting's value noted (false)",
+        lambda c: f"{_cap(c)}, with `train.deterministic` (false) as shipped.",
+        (True, True),
+        "asserted",
+    ),  # fmt: skip
+    (
+        "asserted: a setting's value, which is false",
+        lambda c: f"{_cap(c)}, all of it hanging on `cfg.train.deterministic`, which is false.",
+        (True, True),
+        "asserted",
+    ),  # fmt: skip
+    (
+        "wd: I rule that mechanism out",
+        lambda c: f"{_cap(c)}. I rule that mechanism out for this failure.",
+        (False, False),
+        "withdrawn",
+    ),  # fmt: skip
+    (
+        "att: a factive report, then doubted",
+        lambda c: f"pytorch#75870 points out that {c}. I don't see how it applies here.",
+        (False, False),
+        "attributed",
+    ),  # fmt: skip
+    (
+        "asserted: a factive report, not doubted",
+        lambda c: f"pytorch#75870 points out that {c}. That matches our logs.",
+        (True, True),
+        "asserted",
+    ),  # fmt: skip
+    (
+        "wd: hypothesis was, abandoned it",
+        lambda c: f"Hypothesis was: {c}. Abandoned it after seeing the one-rank run drift just as much.",
         (False, False),
         "withdrawn",
     ),  # fmt: skip

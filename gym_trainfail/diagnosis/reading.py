@@ -125,7 +125,7 @@ _CLAIMS = (
     r"(?:idea|theory|theories|hypothes[ie]s|explanations?|claims?|story|stories|line(?:\s+of\s+\w+)?|leads?|avenue|angle|"
     r"thread|direction|suspicions?|guess(?:es)?|hunch|reading|diagnos[ie]s|conclusions?|analysis|notes?|comments?|findings?|"
     r"suggestions?|proposals?|possibilit(?:y|ies)|candidates?|notion|assumptions?|premise|bet|take|answer|argument|"
-    r"description|report|account|version|writeup|write-up)"
+    r"description|report|account|version|writeup|write-up|mechanisms?)"
 )
 #: A phrase that points back at a claim made before: a pronoun ("it", "that", "the above") or a claim noun with a
 #: determiner ("that idea", "my explanation", 'the "untagged shards" story', "Kenji's theory"). Mechanism prose uses
@@ -252,10 +252,11 @@ REFUTATION = re.compile(
     r"|\b(?:ruled\s+out|disproved|disproven|refuted|falsified|debunked)\s*(?=[.!;\n]|$)"
     r"|\b(?:is|was|are|were|has\s+been|have\s+been)\s+(?:refuted|disproved|disproven|falsified|contradicted|debunked)\b"
     r"|\b(?:isn't|is\s+not|wasn't|was\s+not)\s+what\s+(?:\w+\s+){0,2}?(?:does|do|did|happens|happened|is\s+going\s+on|"
-    r"is\s+happening)\b"
-    r"|\b(?:contradict(?:s|ed)?|disprove(?:s|d)?|refute(?:s|d)?|falsif(?:y|ies|ied)|rule(?:s|d)?\s+out)\s+(?:it|this|that|them|"
+    r"is\s+happening)\b|\b(?:isn't|is\s+not|wasn't|was\s+not)\s+what(?:'s|\s+is|\s+was)\s+(?:happening|going\s+on)\b"
+    r"|\b(?:contradict(?:s|ed)?|disprove(?:s|d)?|refute(?:s|d)?|falsif(?:y|ies|ied)|(?<!\bto\s)(?<!\bor\s)(?<!\bcan\s)(?<!\bcould\s)(?<!\bwould\s)(?<!\bwill\s)(?<!\bshould\s)(?<!\bmight\s)(?<!\bmay\s)(?<!\bhelp\s)rule(?:s|d)?\s+out)\s+(?:it|this|that|them|"
     r"the\s+above|my\s+\w+|all\s+of\s+that|the\s+(?:claim|theory|idea|hypothesis|note|finding|diagnosis|explanation))\b"
-    r"|\brul(?:e|es|ed|ing)\s+(?:it|this|that)\s+out\b"
+    # … but not a plan to test it ("compare the norms to confirm or rule this out", "a run that could rule it out")
+    r"|(?<!\bto\s)(?<!\bor\s)(?<!\bcan\s)(?<!\bcould\s)(?<!\bwould\s)(?<!\bwill\s)(?<!\bshould\s)(?<!\bmight\s)(?<!\bmay\s)(?<!\bhelp\s)\brul(?:e|es|ed|ing)\s+(?:it|this|that)\s+out\b"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:edit|update|correction|actually|nope|no)\b(?:\s*\d+)?[\W_]*(?:(?:that's|that\s+is|"
     r"this\s+is|it's|it\s+is)\s+)?(?:wrong|false|incorrect|mistaken|not\s+it)\b"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:actually|hmm+|wait|well|edit|update)[\W_]+)?(?:no|nope)\s*(?:[.!](?=\s|$)|\s*[,;:]\s|"
@@ -296,7 +297,8 @@ REFUTATION = re.compile(
     r"|\b(?:theory|hypothesis|idea|suspect|candidate|guess|lead)\s*#?(?:\d+|(?-i:[A-Z]))\s+(?:is\s+|was\s+)?(?:now\s+)?"
     r"(?:rejected|refuted|ruled\s+out|disproved|disproven|falsified|dead|eliminated|excluded)\b"
     r"|\bthe\s+[\w-]+(?:\s+[\w-]+)?\s+(?:can't|cannot|can\s+not|couldn't|could\s+not)\s+be\s+it\b"
-    rf"|{_START}[\W_]*(?:abandoning|dropping|scrapping|shelving|discarding|rejecting|parking)\s+{_BACK}\b"
+    # round 10: and "Abandoned it after seeing …"
+    rf"|{_START}[\W_]*(?:abandon(?:ing|ed)|dropp(?:ing|ed)|scrapp(?:ing|ed)|shelv(?:ing|ed)|discard(?:ing|ed)|reject(?:ing|ed)|park(?:ing|ed))\s+{_BACK}\b"
     r"|\b(?:that|this|the|my)\s+(?:theory|hypothesis|idea|explanation|guess|suspicion)\s+(?:is|was)\s+(?:now\s+)?(?:dead|out|"
     r"gone|busted|debunked|off\s+the\s+table)\b"
     r"|\b(?:so|then|hence|therefore|thus)\s*,?\s+(?:it's\s+|it\s+is\s+)?not\s+(?:that|this|it)\s*(?=[.!;,\n)]|$)"
@@ -336,7 +338,7 @@ REFUTATION = re.compile(
     r"(?:idea|theory|hypothesis|explanation|claim|story|guess))\s+(?:to\s+be\s+)?(?:wrong|false|incorrect|untrue|impossible|moot)\b"
     rf"|\b(?:refutes?|refuted|disproves?|disproved|contradicts?|contradicted|undermines?|undermined|falsifies|falsified|"
     rf"rules?\s+out|ruled\s+out|debunks?|debunked|invalidates?|invalidated)\s+{_BACK}\b"
-    rf"|\b(?:kills?|killed|sinks?|sank|buries|buried)\s+{_BACK_NOUN}\b|\brule(?:s|d)?\s+{_BACK}\s+out\b"
+    rf"|\b(?:kills?|killed|sinks?|sank|buries|buried)\s+{_BACK_NOUN}\b|(?<!\bto\s)(?<!\bor\s)(?<!\bcan\s)(?<!\bcould\s)(?<!\bwould\s)(?<!\bwill\s)(?<!\bshould\s)(?<!\bmight\s)(?<!\bmay\s)(?<!\bhelp\s)\brule(?:s|d)?\s+{_BACK}\s+out\b"
     r"|\b(?:i|i've|i'm|i'll|i\s+have|i\s+am|i\s+will|we|we've|we're|we'll)\s+(?:\w+\s+)?(?:abandon(?:ed|ing|s)?|drop(?:ped|ping|s)?|"
     r"discard(?:ed|ing|s)?|reject(?:ed|ing|s)?|dismiss(?:ed|ing|es)?|shelve[sd]?|shelving|scrap(?:ped|ping|s)?|ignor(?:e|ed|es|ing)|"
     rf"giv(?:e|ing)\s+up\s+on|gave\s+up\s+on|set(?:ting)?\s+aside|let\s+go\s+of)\s+{_BACK_NOUN}"
@@ -581,7 +583,7 @@ _PERSON = (
     r"(?:team\s*mates?|colleagues?|co-?workers?|reviewers?|(?:team\s+)?leads?|manager|boss|users?|reporters?|"
     r"maintainers?|engineers?|developers?|devs?|authors?|on-?call(?:\s+engineer)?|intern|customers?|folks|"
     r"people|somebody|someone|everyone|others|agents?|assistant|llm|chatgpt|copilot|experts?|skeptics?|"
-    r"sceptics?|commenters?|posters?|predecessor|sre|researchers?|upstream|team|forum)"
+    r"sceptics?|commenters?|posters?|predecessor|sre|researchers?|upstream|team|forum|bots?|linters?)"
 )
 #: What other people write ("the ticket says"); "my notes say" is the agent's own, so no "my"/"our" here.
 _DOCUMENT = (
@@ -618,8 +620,10 @@ _OTHER = (
     # a numbered report ("Issue #23986 says", "PR 8624 claims")
     r"|(?:[\w-]+\s+)?(?:issue|pr|pull\s+request|ticket|bug)\s*#?\d+"
     # … or a tracker's key ("JIRA MOE-212 claims", "SIM-233 says")
-    r"|(?:(?:jira|ticket|issue|bug)\s+)?(?-i:[A-Z][A-Z0-9]{1,9})-\d+)"
-    rf"(?:\s+(?:on|in|from|at|of|for|about)\s+(?:the\s+|our\s+|my\s+|a\s+)?(?:[\w-]+\s+){{0,2}}?[#\w-]+){{0,2}}"
+    r"|(?:(?:jira|ticket|issue|bug)\s+)?(?-i:[A-Z][A-Z0-9]{1,9})-\d+"
+    # … or a project's numbered report ("pytorch#75870 says", "DeepSpeed #1801 describes")
+    r"|[\w.-]+\s*#\d+)"
+    rf"(?:\s+(?:on|in|from|at|of|for|about|with)\s+(?:the\s+|our\s+|my\s+|a\s+)?(?:[\w-]+\s+){{0,2}}?[#\w-]+){{0,2}}"
     # … and a parenthetical after it ("The upstream issue (#34242) claims")
     r"(?:\s*\([^()\n]{1,40}\))?)"
 )
@@ -632,7 +636,12 @@ _REPORT = (
     r"hypothesi[sz]e[sd]?|suspects?|suspected|mentions?|mentioned|posted|posits?|posited|concludes?|concluded|"
     r"speculates?|speculated|theori[sz]e[sd]?|alleges?|alleged|told\s+(?:me|us)|(?:is|was|are|were)\s+"
     r"(?:convinced|sure|certain|adamant)|swears|swore|puts?\s+it\s+down\s+to|pins?\s+it\s+on|pinned\s+it\s+on|"
-    r"attribute[sd]?\s+(?:it|this|that|the\s+\w+)\s+to|reads?\s+(?:it|this|that)\s+as)"
+    r"attribute[sd]?\s+(?:it|this|that|the\s+\w+)\s+to|reads?\s+(?:it|this|that)\s+as|"
+    # round 10: "the bot commented", "flagged X as", "#1801 describes", "connect it to", "answered … with", "left a
+    # note saying"
+    r"comment(?:s|ed)|flag(?:s|ged)|describes?|described|connects?\s+(?:it|this|that)\s+to|connected\s+(?:it|this|that)\s+to|"
+    r"answer(?:s|ed)(?:\s+(?:[\w-]+\s+){0,3}?with)?|repl(?:y|ies|ied)(?:\s+with)?|"
+    r"left\s+(?:a|an|this|that)\s+(?:[\w-]+\s+)?(?:note|comment|message)(?:\s+(?:saying|claiming|arguing))?)"
 )
 _REPORT_ADVERB = (
     r"(?:(?:also|first|initially|originally|earlier|confidently|still|now|once|apparently|previously|"
@@ -666,6 +675,33 @@ ATTRIBUTION = re.compile(
     r"(?:wisdom|explanation|theory|story|view|belief|assumption|diagnosis)\s+(?:is|was|says?|said)\b(?:\s+that\b)?)",
     re.IGNORECASE,
 )
+#: Someone else's claim reported with a factive verb ("Issue #75870 points out that X", "the thread notes that X").
+FACTIVE_ATTRIBUTION = re.compile(
+    r"(?:(?<=^)|(?<=\n)|(?<=[.!?;:]\s))[\W_]*(?<!\bas\s)"
+    rf"{_OTHER}\s+{_REPORT_ADVERB}(?:points?\s+out|pointed\s+out|notes?|noted|shows?|showed|explains?|explained)\b"
+    r"(?:\s+that\b)?",
+    re.IGNORECASE,
+)
+#: The agent doubting that a reported claim applies ("I don't see how it applies here", "not relevant to us").
+DOUBT = re.compile(
+    r"\b(?:i|we)\s+(?:don't|do\s+not|can't|cannot)\s+see\s+how\s+(?:it|this|that)\s+(?:applies|is\s+relevant|matters)"
+    r"|\b(?:doesn't|does\s+not|don't|do\s+not)\s+apply\s+(?:here|to\s+(?:us|our|this))"
+    r"|\b(?:isn't|is\s+not|not)\s+relevant\s+(?:here|to\s+(?:us|our|this))|\b(?:i|we)\s+(?:don't|do\s+not)\s+buy\b"
+    r"|\bnot\s+convinced\b",
+    re.IGNORECASE,
+)
+
+
+def _reach_end(text: str, at: int, sentences: int) -> int:
+    """The end of the ``sentences``-th sentence after ``at`` (bounded)."""
+    stop = at
+    for _ in range(sentences):
+        if stop + 1 >= len(text):
+            break
+        stop = _prose_sentence(text, min(stop + 1, len(text) - 1))[1]
+    return min(stop, at + MAX_SENTENCE * sentences)
+
+
 #: A quotation under a label of two or more words that names someone else or what they wrote ("Reviewer
 #: comment on the PR: "…"", "Handover note from last week's on-call: "…"", "Re Priya's message ("…")",
 #: "Ticket SIM-233 (opened by the previous maintainer) states: "…""): their words, to the closing quote.
@@ -731,13 +767,16 @@ HYPOTHESIS_LABEL = re.compile(
     r"\s+(?:for|about|on|re)\s+[^:\n.!?,]{0,40}?|\s+(?:to\s+(?:test|check|verify|confirm|probe|rule\s+out)|worth\s+(?:testing|"
     r"checking)|under\s+test|for\s+now|so\s+far|before\s+(?:running|testing|touching|changing)\s+anything|before\s+any\s+(?:runs?|tests?|experiments?)|before\s+(?:i|we)\s+"
     r"(?:run|test|touch|change|try)\s+anything))?"
-    r"(?:\s*:|\s+[\u2014\u2013]\s|\s+--?\s)",
+    r"(?:\s+(?:was|is|were))?(?:\s*:|\s+[\u2014\u2013]\s|\s+--?\s)",
     re.IGNORECASE,
 )
 #: A sentence put forward tentatively: "I suspect", "my hypothesis is", "maybe", "it might be that", "one
 #: candidate is". Hedges of degree ("most likely", "probably", "I think") commit and are not here.
 TENTATIVE = re.compile(
     r"\b(?:i|we)(?:'d|\s+would)\s+(?:guess|bet|wager|speculate)\b(?!\s+on\s+(?:it|this|that)\b)"
+    r"|\bif\s+(?:i|we)\s+had\s+to\s+(?:guess|bet|speculate)\b"
+    # … and "one thing that would produce X is if Y" (a candidate cause, put forward)
+    r"|\b(?:one|another|a)\s+(?:thing|mechanism|way)\s+that\s+(?:would|could|might)\s+(?:produce|cause|explain|give)\b"
     r"|\b(?:i|we)\s+(?:\w+\s+)?(?:suspect|suspected|hypothesi[sz]e|hypothesi[sz]ed|conjecture|speculate|"
     r"would\s+guess|'d\s+guess|guess|am\s+guessing|'m\s+guessing|bet)\b(?!\s+(?:not|so)\b)"
     r"|\bmy\s+(?:\w+\s+){0,2}?(?:hypothesis|theory|guess|suspicion|hunch|bet|conjecture|working\s+assumption)\s+"
@@ -747,7 +786,7 @@ TENTATIVE = re.compile(
     r"|\b(?:might|could|may)\s+(?:possibly\s+|well\s+)?be\s+(?:because|due\s+to|caused\s+by)\b"
     r"|(?:^|(?<=[\n.!?:;]\s)|(?<=\n))[\W_]*(?:could|might|may)\s+(?:well\s+)?be\s+(?:that|the|a|an)\b"
     r"|\b(?:one|a|another|the)\s+(?:possible|plausible|candidate|potential)\s+(?:explanation|cause|reason|mechanism|"
-    r"culprit)\s+(?:is|was|would\s+be)\b|\b(?:one|a|another)\s+(?:candidate|possibility|idea|option)\s+(?:is|was)\b"
+    r"culprit)(?:\s+(?:for|of|behind)\s+[^.!?;:\n]{0,80}?)?\s+(?:is|was|would\s+be)\b|\b(?:one|a|another)\s+(?:candidate|possibility|idea|option)\s+(?:is|was)\b"
     r"|\bmy\s+(?:\w+\s+)?(?:candidate|suspect|lead)\s+(?:is|was)\b"
     r"|\b(?:i|we)\s+(?:\w+\s+)?(?:considered|wondered|was\s+wondering|am\s+wondering|'m\s+wondering)\b"
     r"|\btentatively\b|\bas\s+a\s+(?:working\s+)?hypothesis\b"
@@ -957,6 +996,14 @@ def scopes(text: str) -> Scopes:
         endorsed = _endorsed(text, label.start(), label.end(), reach=0) or _endorsed(text, end, end)
         if len(text[label.end() : end].split()) >= MIN_QUOTED_WORDS and not endorsed:
             attributed.append((label.start(), end))
+    for n, opener in enumerate(FACTIVE_ATTRIBUTION.finditer(text)):
+        if n >= MAX_SCOPES:
+            break
+        # a factive report ("pytorch#75870 points out that X") presupposes X, unless the agent doubts that it applies
+        end, _ = _claim_end(text, opener.end())
+        doubt = DOUBT.search(text, end, min(len(text), _reach_end(text, end, 2)))
+        if doubt and not _endorsed(text, opener.end(), end):
+            attributed.append((_claim_start(text, opener.start()), end))
     for n, postposed in enumerate(POSTPOSED_ATTRIBUTION.finditer(text)):
         if n >= MAX_SCOPES:
             break
@@ -1002,6 +1049,10 @@ def _claim_start(text: str, at: int) -> int:
     return begin if label else at
 
 
+#: A participle right after a contrast word ("but waited on …"): the contrast joins parts of one claim.
+PARTICIPLE_AFTER = re.compile(r"\s+(?:(?:only|then|also|never|not)\s+)?[a-z]+ed\b(?!\s+(?:that|it|this)\b)")
+
+
 def _claim_end(text: str, at: int) -> tuple[int, bool]:
     """Where someone else's claim that starts at ``at`` ends, and whether it was quoted: at its closing
     quote when it opens with one, at the end of its block when the opener ends its line (a list or a
@@ -1018,6 +1069,9 @@ def _claim_end(text: str, at: int) -> tuple[int, bool]:
         return _paragraph_end(text, start + 1), False
     stop = _prose_sentence(text, start)[1]
     contrast = CONTRAST.search(text, start, stop)
+    # "… with the reduce started in X but waited on in Y": a "but" joining two participles stays in the claim
+    while contrast and PARTICIPLE_AFTER.match(text, contrast.end()):
+        contrast = CONTRAST.search(text, contrast.end(), stop)
     return (contrast.start() if contrast else stop), False
 
 
@@ -1121,19 +1175,22 @@ def _reading(pattern: re.Pattern[str], match: re.Match[str], view: View, at: Ass
     disclaimer, unless confirmed later), "withdrawn" (an earlier belief reported), "attributed"
     (someone else's claim the agent does not endorse) or "denied" (negated or marked false); "open"
     for a negation limited to some cases ("… only with 2 ranks"), which neither asserts nor denies."""
+    found = scopes(view.source)
+    # someone else's question, supposition or list of candidates ("Reviewer: "isn't it that X?"", "Someone left a
+    # TODO: "X"") is theirs, not the agent's hypothesis
+    voiced = found.voiced(at.start)
     held = _candidate(view.source, at.start)  # read as written: list markers like "(b)" are markup in the views
-    if held is not None:
+    if held is not None and not (voiced and held == "hypothesised"):
         return held
     if _answered_no(view.text, match.start()):
         return "denied"
-    if _hypothetical(view.text, match.start()):
+    if _hypothetical(view.text, match.start()) and not voiced:
         return "hypothesised"
-    found = scopes(view.source)
     if _reported_past(view.text, match.start(), match.end()) and not found.confirmed_after(at.start):
         return "withdrawn"
-    if found.voiced(at.start):
+    if voiced:
         return "attributed"
-    if _denied_manner(view.text, match.start(), match.end()):
+    if _denied_manner(view.text, match.start(), match.end()) or _denied_as_cause(view.source, at.start, at.end):
         return "denied"
     if _denied_sentence(view.text, match.start()):
         if not _voiced_by_others(view.text, match.start()):
@@ -1152,7 +1209,7 @@ def _reading(pattern: re.Pattern[str], match: re.Match[str], view: View, at: Ass
             "denied" if match.end() - match.start() <= DENIAL_SPAN and not _scoped(view.text, match.end()) else "open"
         )
     pairs = ((view.text, match.start(), match.end()), (view.source, at.start, at.end))
-    if any(_denied_after(t, e) or _judged_false(t, b) for t, b, e in pairs):
+    if any(_denied_after(t, e) or _judged_false(t, b) or _proposition_denied(t, b, e) for t, b, e in pairs):
         return "denied"
     if found.tentative_at(at.start):
         return "hypothesised"
@@ -1221,7 +1278,11 @@ def _hypothetical(text: str, at: int) -> bool:
     asked = (
         YES_NO_QUESTION.match(sentence) or MUSED_QUESTION.match(sentence) or DECLARATIVE_QUESTION.fullmatch(sentence)
     )
-    if text.startswith("?", stop) and asked and not ANSWER_YES.match(text, stop + 1):
+    quoted = text[stop + 1 : stop + 2] in (
+        "\x22",
+        "\u201d",
+    )  # a question someone is quoted as asking ("the "apply it?" call")
+    if text.startswith("?", stop) and asked and not quoted and not ANSWER_YES.match(text, stop + 1):
         return True  # "Is X …?" asks, unless answered "Yes, …" at once
     breaks = list(CLAUSE_BREAK.finditer(text, begin, at))
     clause = breaks[-1].end() if breaks else begin
@@ -1267,6 +1328,42 @@ def _denied_sentence(text: str, at: int) -> bool:
             return False
     contrast = CONTRAST.search(text, opening.end(), at)
     return contrast is None
+
+
+#: A predicate that denies its subject is the cause ("X is not why the ranks diverge", "X does not explain the
+#: mismatch", "X isn't what's causing it").
+CAUSE_DENIED = re.compile(
+    r"\b(?:(?:is|are|was|were)\s+not|isn't|aren't|wasn't|weren't)\s+(?:(?:the\s+)?reason\s+)?why\b"
+    r"|\b(?:does|do|did|can|could)\s*(?:not|n't)\s+(?:really\s+)?(?:explain|account\s+for|cause)\b"
+    r"|\b(?:cannot|can't)\s+(?:explain|account\s+for)\b"
+    r"|\b(?:(?:is|are|was|were)\s+not|isn't|aren't|wasn't|weren't)\s+(?:what(?:'s|\s+is)\s+)?(?:causing|behind|driving)\b",
+    re.IGNORECASE,
+)
+#: What may follow such a predicate to the end of its sentence: a few words naming the symptom.
+CAUSE_TAIL = re.compile(r"[^:;\n]{0,80}?\W*", re.IGNORECASE)
+#: What ends the subject of such a predicate: a clause of its own ("…; X is not why", "… and X is not why").
+SUBJECT_BREAK = re.compile(r"[;]|\b(?:and|but|so|while|whereas|although|though|however|because|since)\b", re.IGNORECASE)
+#: An aside inside a subject: between dashes or in brackets.
+ASIDE = re.compile(r"\s[\u2014\u2013]\s.*?\s[\u2014\u2013]\s|\s--?\s.*?\s--?\s|\([^()]*\)")
+
+
+def _denied_as_cause(text: str, at: int, end: int) -> bool:
+    """Whether the match ``[at, end)`` is (in) the subject of a predicate later in its sentence that denies it is
+    the cause ("The ordering — where X — is not why training diverges here", "X (…) does not explain the
+    mismatch"): nothing but asides between the match and the predicate starts a clause of its own."""
+    begin, stop = _prose_sentence(text, at)
+    # the predicate closes the sentence ("… is not why training diverges here."), not a denial of another cause
+    # that opens it before the agent's own ("Float order is not why: the skip counts …")
+    closing = [m for m in CAUSE_DENIED.finditer(text, at + 1, min(stop, at + MAX_SENTENCE))
+               if CAUSE_TAIL.fullmatch(text, m.end(), stop)]  # fmt: skip
+    if not closing:
+        return False
+    predicate = closing[-1]
+    asides = [m.span() for m in ASIDE.finditer(text, begin, stop)]
+    for brk in SUBJECT_BREAK.finditer(text, at, predicate.start()):
+        if not any(a <= brk.start() < b for a, b in asides):
+            return False
+    return True
 
 
 def _denied_manner(text: str, at: int, end: int) -> bool:
@@ -1347,12 +1444,27 @@ def _label_stance(label: str) -> str:
     return "denied" if REJECTED_LABEL.search(label) else "hypothesised"
 
 
+#: A short label that opens a sentence before its supposition ("Before running anything: if …").
+SUPPOSITION_LABEL = re.compile(r"(?:[^:.!?\n]|[.](?=\S)){1,80}:\s+")
+#: A condition on the agent's own reading of the code ("if I'm reading admission.py right, X"): it commits.
+READING_HEDGE = re.compile(
+    r"\W*if\s+(?:i'm|i\s+am|we're|we\s+are|i|we)\s+(?:reading|read|understand|understood)\b", re.IGNORECASE
+)
+
+
 def _supposes(text: str, begin: int, sentence: str) -> bool:
     """Whether the sentence starting at ``begin`` opens as a supposition: a conditional, unless it
     draws a consequence of the agent's own claim just before ("If so, …" after a statement; not
     after a question or another supposition)."""
     if not CONDITIONAL.match(sentence):
-        return False
+        # … also after a short label ("Reading train.py before running anything: if X …, Y might …")
+        label = SUPPOSITION_LABEL.match(sentence)
+        return (
+            bool(label)
+            and bool(CONDITIONAL.match(sentence, label.end()))
+            and not ANAPHORIC_IF.match(sentence, label.end())
+            and not READING_HEDGE.match(sentence, label.end())
+        )
     if not ANAPHORIC_IF.match(sentence):
         return True
     end = len(text[:begin].rstrip())
@@ -1372,8 +1484,35 @@ def _reported_past(text: str, at: int, end: int) -> bool:
 
 def _judged_false(text: str, start: int) -> bool:
     """Whether the agent marks the claim starting at ``start`` false in the rest of its sentence
-    or list item ("… - rejected", "… (ruled out: …)")."""
-    return bool(VERDICT_FALSE.search(text, start, _prose_sentence(text, start)[1]))
+    or list item ("… - rejected", "… (ruled out: …)"). A "(wrong)" paired with a "(right)" in its sentence grades
+    what the code does, not the claim ("it filters them for the norm (right) AND for the clip (wrong)")."""
+    begin, stop = _prose_sentence(text, start)
+    for verdict in VERDICT_FALSE.finditer(text, start, stop):
+        if CODE_GRADED.match(verdict.group(0)) and CODE_GRADED_RIGHT.search(text, begin, stop):
+            continue
+        if _value_of_code(text, verdict.start() + (len(verdict.group(0)) - len(verdict.group(0).lstrip()))):
+            continue  # "preserve_rng_state=train.deterministic (false)": the setting's value
+        return True
+    return False
+
+
+#: A code token (an identifier with a dot, an underscore, backticks or an assignment) right before a value note.
+CODE_TOKEN_BEFORE = re.compile(r"(?:`[^`\n]{1,80}`|[\w.\[\]()=]*[._=][\w.\[\]()=]*)\s*,?\s*$")
+#: A value note on a setting: "(false)", ", which is false", "which is False".
+VALUE_NOTE = re.compile(
+    r"(?:\(\s*(?:false|true|off|on|none|0|1)\s*\)|,?\s*which\s+(?:is|was)\s+(?:false|true)\b)", re.IGNORECASE
+)
+
+
+def _value_of_code(text: str, at: int) -> bool:
+    """Whether the verdict-like words at ``at`` ("(false)", "which is false") note the value of the code token
+    just before them, not a verdict on a claim."""
+    return bool(VALUE_NOTE.match(text, at)) and bool(CODE_TOKEN_BEFORE.search(text, max(0, at - 100), at))
+
+
+#: A parenthesised grade of what the code does, in a sentence that grades another part of it right.
+CODE_GRADED = re.compile(r"\s*\(\s*(?:wrong|false)\s*\)", re.IGNORECASE)
+CODE_GRADED_RIGHT = re.compile(r"\(\s*(?:right|correct|fine|ok)\s*\)", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=32)
@@ -1391,6 +1530,39 @@ def _prose_sentence(text: str, at: int) -> tuple[int, int]:
     after = bisect.bisect_left(starts, at)
     stop = starts[after] if after < len(starts) else len(text)
     return max(begin, at - MAX_SENTENCE), min(stop, at + MAX_SENTENCE)
+
+
+#: A claim named as a proposition ("the idea that X", "the claim that X") …
+PROPOSITION = re.compile(
+    r"\bthe\s+(?:idea|theory|hypothesis|notion|suggestion|conjecture|claim|assumption|premise|story|explanation)\s+that\b",
+    re.IGNORECASE,
+)
+#: … whose own predicate, later in its sentence, calls it false ("… is incorrect for this workspace", "… doesn't hold").
+PROPOSITION_FALSE = re.compile(
+    r"\b(?:is|was|are|were)\s+(?:\w+\s+)?(?:incorrect|wrong|false|mistaken|untrue|unfounded|not\s+(?:true|correct|right|"
+    r"the\s+case))\b|\b(?:does\s+not|doesn't|did\s+not|didn't)\s+(?:hold|stand\s+up)\b",
+    re.IGNORECASE,
+)
+
+
+#: How far into its sentence a proposition may open and still hold a sentence-level match that starts with the sentence.
+PROPOSITION_LEAD = 40
+
+
+def _proposition_denied(text: str, start: int, end: int | None = None) -> bool:
+    """Whether the match at ``start`` is inside a claim named as a proposition that its sentence then calls
+    false: "The idea that X is incorrect for this workspace", "the claim that X doesn't hold here"."""
+    begin, stop = _prose_sentence(text, start)
+    # the proposition opens before the match, or opens the sentence a sentence-level match starts at
+    opener = PROPOSITION.search(
+        text, max(begin, start - MAX_SENTENCE), max(start + 1, min(stop, begin + PROPOSITION_LEAD))
+    )
+    if opener is None and end is not None:
+        # a sentence-level match that spans the proposition ("Yes, X, and yes Y, but the claim that Z doesn't hold")
+        opener = PROPOSITION.search(text, start, min(end, stop))
+    return bool(opener) and bool(
+        PROPOSITION_FALSE.search(text, max(start, opener.end()), min(stop, start + MAX_SENTENCE))
+    )
 
 
 def _denied_after(text: str, end: int) -> bool:
@@ -1426,6 +1598,8 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
                 continue  # a withdrawal promised on a condition ("If the one-rank run is off too, I'll drop this")
             if _answers_a_question(statement, match):
                 continue  # "Q: Does anything complain?\nA: No." answers its question; it takes nothing back
+            if _value_of_code(statement, match.start()):
+                continue  # "… bound to `train.deterministic`, which is false": a setting's value, not a verdict
             begin = _sentence_start(statement, match.start())
             local = (
                 (kind == "refutation" or DISMISSAL.fullmatch(match.group(0)) is not None)
