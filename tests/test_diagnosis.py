@@ -220,6 +220,36 @@ def test_verdicts_are_cached_by_statements_rubric_and_judge(rubric: Rubric, judg
     assert Counting.calls == 3 and len(list(judgements.iterdir())) == 3
 
 
+def test_judges_writing_the_same_verdicts_at_once_never_trip_over_each_other(rubric: Rubric, judgements: Path) -> None:
+    """Two checks of one rubric at once (two tuners, a qualification beside a test) write the same cache
+    entries: each writer uses its own temporary file, so none finds its file moved away by another."""
+    import threading
+
+    statements = [f"ANSWER is 41 but the README documents 42 ({n})." for n in range(40)]
+    errors: list[BaseException] = []
+
+    def check() -> None:
+        try:
+            for _ in range(3):
+                for path in judgements.glob("*.json"):
+                    path.unlink(missing_ok=True)  # everyone judges and writes again
+                judge_statements(statements, rubric, RubricJudge())
+        except BaseException as error:  # noqa: BLE001 - the assertion below reports it
+            errors.append(error)
+
+    threads = [threading.Thread(target=check) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert not list(judgements.glob("*.tmp")), "no temporary file is left behind"
+    # a corrupt or foreign entry is judged again, never an error
+    entry = next(judgements.glob("*.json"))
+    entry.write_text('{"correct": true}')
+    assert judge_statements(statements[:1], rubric, RubricJudge())[0].correct is not None
+
+
 def test_a_change_to_the_judges_code_is_never_served_stale_verdicts(
     rubric: Rubric, judgements: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -220,12 +222,27 @@ def judge_statements(
         if verdict is None:
             verdict = judge.judge(text, rubric)
             if verdict.correct is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                partial = path.with_suffix(".tmp")
-                partial.write_text(json.dumps(verdict.to_json()), encoding="utf-8")
-                partial.replace(path)
+                _store(path, verdict)
         verdicts.append(verdict)
     return verdicts
+
+
+def _store(path: Path, verdict: Verdict) -> None:
+    """Cache ``verdict`` at ``path`` atomically: each writer fills its own temporary file, so processes and
+    threads judging the same statement at once never trip over one another; a cache that cannot be written
+    costs a re-judgement later, never the verdict."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, partial = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(json.dumps(verdict.to_json()))
+            os.replace(partial, path)
+        except BaseException:
+            Path(partial).unlink(missing_ok=True)
+            raise
+    except OSError:
+        pass
 
 
 def _cached(path: Path) -> Verdict | None:
@@ -235,4 +252,7 @@ def _cached(path: Path) -> Verdict | None:
         return None
     if not isinstance(data, dict) or not isinstance(data.get("correct"), bool):
         return None
-    return Verdict.from_json(data)
+    try:
+        return Verdict.from_json(data)
+    except (KeyError, TypeError, ValueError):
+        return None  # a record from another version of the judges: judged again
