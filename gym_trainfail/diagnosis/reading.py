@@ -1459,11 +1459,11 @@ def _supposes(text: str, begin: int, sentence: str) -> bool:
     if not CONDITIONAL.match(sentence):
         # … also after a short label ("Reading train.py before running anything: if X …, Y might …")
         label = SUPPOSITION_LABEL.match(sentence)
-        return (
-            bool(label)
-            and bool(CONDITIONAL.match(sentence, label.end()))
-            and not ANAPHORIC_IF.match(sentence, label.end())
-            and not READING_HEDGE.match(sentence, label.end())
+        if label is None:
+            return False
+        after = label.end()
+        return bool(CONDITIONAL.match(sentence, after)) and not (
+            ANAPHORIC_IF.match(sentence, after) or READING_HEDGE.match(sentence, after)
         )
     if not ANAPHORIC_IF.match(sentence):
         return True
@@ -1560,9 +1560,9 @@ def _proposition_denied(text: str, start: int, end: int | None = None) -> bool:
     if opener is None and end is not None:
         # a sentence-level match that spans the proposition ("Yes, X, and yes Y, but the claim that Z doesn't hold")
         opener = PROPOSITION.search(text, start, min(end, stop))
-    return bool(opener) and bool(
-        PROPOSITION_FALSE.search(text, max(start, opener.end()), min(stop, start + MAX_SENTENCE))
-    )
+    if opener is None:
+        return False
+    return bool(PROPOSITION_FALSE.search(text, max(start, opener.end()), min(stop, start + MAX_SENTENCE)))
 
 
 def _denied_after(text: str, end: int) -> bool:
