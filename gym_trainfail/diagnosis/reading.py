@@ -225,6 +225,12 @@ PAST_BELIEF = re.compile(
 #: The agent declaring something just said false ("that's not it", "it is false"): at the start of
 #: a sentence it takes back everything before; after a claim in its own sentence ("padding is
 #: masked, so that's not it") only that sentence.
+#: Not a plan to test a claim ("compare the norms to confirm or rule this out", "a run that could rule it out"): the
+#: words before a "rule … out" that make it one.
+_NOT_PLANNED = (
+    r"(?<!\bto\s)(?<!\bor\s)(?<!\bcan\s)(?<!\bcould\s)(?<!\bwould\s)(?<!\bwill\s)(?<!\bshould\s)(?<!\bmight\s)"
+    r"(?<!\bmay\s)(?<!\bhelp\s)"
+)
 REFUTATION = re.compile(
     r"\b(?:that's|that\s+is|that\s+was|this\s+is|this\s+was|it's|it\s+is|it\s+was)\s+not\s+it\b"
     r"|\bnot\s+it\s+after\s+all\b|\bnot\s+the\s+(?:cause|problem|culprit|issue|bug)\s+after\s+all\b"
@@ -253,10 +259,10 @@ REFUTATION = re.compile(
     r"|\b(?:is|was|are|were|has\s+been|have\s+been)\s+(?:refuted|disproved|disproven|falsified|contradicted|debunked)\b"
     r"|\b(?:isn't|is\s+not|wasn't|was\s+not)\s+what\s+(?:\w+\s+){0,2}?(?:does|do|did|happens|happened|is\s+going\s+on|"
     r"is\s+happening)\b|\b(?:isn't|is\s+not|wasn't|was\s+not)\s+what(?:'s|\s+is|\s+was)\s+(?:happening|going\s+on)\b"
-    r"|\b(?:contradict(?:s|ed)?|disprove(?:s|d)?|refute(?:s|d)?|falsif(?:y|ies|ied)|(?<!\bto\s)(?<!\bor\s)(?<!\bcan\s)(?<!\bcould\s)(?<!\bwould\s)(?<!\bwill\s)(?<!\bshould\s)(?<!\bmight\s)(?<!\bmay\s)(?<!\bhelp\s)rule(?:s|d)?\s+out)\s+(?:it|this|that|them|"
+    rf"|\b(?:contradict(?:s|ed)?|disprove(?:s|d)?|refute(?:s|d)?|falsif(?:y|ies|ied)|{_NOT_PLANNED}rule(?:s|d)?\s+out)\s+(?:it|this|that|them|"
     r"the\s+above|my\s+\w+|all\s+of\s+that|the\s+(?:claim|theory|idea|hypothesis|note|finding|diagnosis|explanation))\b"
     # … but not a plan to test it ("compare the norms to confirm or rule this out", "a run that could rule it out")
-    r"|(?<!\bto\s)(?<!\bor\s)(?<!\bcan\s)(?<!\bcould\s)(?<!\bwould\s)(?<!\bwill\s)(?<!\bshould\s)(?<!\bmight\s)(?<!\bmay\s)(?<!\bhelp\s)\brul(?:e|es|ed|ing)\s+(?:it|this|that)\s+out\b"
+    rf"|{_NOT_PLANNED}\brul(?:e|es|ed|ing)\s+(?:it|this|that)\s+out\b"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:edit|update|correction|actually|nope|no)\b(?:\s*\d+)?[\W_]*(?:(?:that's|that\s+is|"
     r"this\s+is|it's|it\s+is)\s+)?(?:wrong|false|incorrect|mistaken|not\s+it)\b"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:actually|hmm+|wait|well|edit|update)[\W_]+)?(?:no|nope)\s*(?:[.!](?=\s|$)|\s*[,;:]\s|"
@@ -338,7 +344,7 @@ REFUTATION = re.compile(
     r"(?:idea|theory|hypothesis|explanation|claim|story|guess))\s+(?:to\s+be\s+)?(?:wrong|false|incorrect|untrue|impossible|moot)\b"
     rf"|\b(?:refutes?|refuted|disproves?|disproved|contradicts?|contradicted|undermines?|undermined|falsifies|falsified|"
     rf"rules?\s+out|ruled\s+out|debunks?|debunked|invalidates?|invalidated)\s+{_BACK}\b"
-    rf"|\b(?:kills?|killed|sinks?|sank|buries|buried)\s+{_BACK_NOUN}\b|(?<!\bto\s)(?<!\bor\s)(?<!\bcan\s)(?<!\bcould\s)(?<!\bwould\s)(?<!\bwill\s)(?<!\bshould\s)(?<!\bmight\s)(?<!\bmay\s)(?<!\bhelp\s)\brule(?:s|d)?\s+{_BACK}\s+out\b"
+    rf"|\b(?:kills?|killed|sinks?|sank|buries|buried)\s+{_BACK_NOUN}\b|{_NOT_PLANNED}\brule(?:s|d)?\s+{_BACK}\s+out\b"
     r"|\b(?:i|i've|i'm|i'll|i\s+have|i\s+am|i\s+will|we|we've|we're|we'll)\s+(?:\w+\s+)?(?:abandon(?:ed|ing|s)?|drop(?:ped|ping|s)?|"
     r"discard(?:ed|ing|s)?|reject(?:ed|ing|s)?|dismiss(?:ed|ing|es)?|shelve[sd]?|shelving|scrap(?:ped|ping|s)?|ignor(?:e|ed|es|ing)|"
     rf"giv(?:e|ing)\s+up\s+on|gave\s+up\s+on|set(?:ting)?\s+aside|let\s+go\s+of)\s+{_BACK_NOUN}"
@@ -692,14 +698,13 @@ DOUBT = re.compile(
 )
 
 
-def _reach_end(text: str, at: int, sentences: int) -> int:
-    """The end of the ``sentences``-th sentence after ``at`` (bounded)."""
-    stop = at
-    for _ in range(sentences):
+def _sentences_after(text: str, stop: int, count: int) -> int:
+    """The end of the ``count``-th sentence after the one ending at ``stop`` (the text's end at most)."""
+    for _ in range(count):
         if stop + 1 >= len(text):
             break
         stop = _prose_sentence(text, min(stop + 1, len(text) - 1))[1]
-    return min(stop, at + MAX_SENTENCE * sentences)
+    return stop
 
 
 #: A quotation under a label of two or more words that names someone else or what they wrote ("Reviewer
@@ -1001,7 +1006,7 @@ def scopes(text: str) -> Scopes:
             break
         # a factive report ("pytorch#75870 points out that X") presupposes X, unless the agent doubts that it applies
         end, _ = _claim_end(text, opener.end())
-        doubt = DOUBT.search(text, end, min(len(text), _reach_end(text, end, 2)))
+        doubt = DOUBT.search(text, end, min(len(text), _sentences_after(text, end, 2), end + MAX_SENTENCE * 2))
         if doubt and not _endorsed(text, opener.end(), end):
             attributed.append((_claim_start(text, opener.start()), end))
     for n, postposed in enumerate(POSTPOSED_ATTRIBUTION.finditer(text)):
@@ -1090,8 +1095,7 @@ def _endorsed(text: str, start: int, end: int, reach: int = 2) -> bool:
     "she's right", "that's correct", "I confirmed it"; "PR #7985 says X. Our
     engine copied that order. I agree with the PR's analysis."); a negated one does not."""
     stop = _prose_sentence(text, min(end, len(text) - 1))[1] if reach and end < len(text) else end
-    for _ in range(reach):
-        stop = _prose_sentence(text, min(stop + 1, len(text) - 1))[1] if stop + 1 < len(text) else stop
+    stop = _sentences_after(text, stop, reach)
     for found in ENDORSEMENT.finditer(text, start, min(stop, start + MAX_SENTENCE)):
         before = text[max(0, found.start() - 24) : found.start()]
         if NEGATION.search(found.group(0)) or UNENDORSED.search(before):
@@ -1258,6 +1262,10 @@ def _survives(pattern: re.Pattern[str], text: str, start: int, end: int) -> bool
     return pattern.search(text[:start] + "x" * (end - start) + text[end:]) is not None
 
 
+#: What closes a quotation right after its question mark.
+CLOSING_QUOTES = ("\x22", "\u201d")
+
+
 def _hypothetical(text: str, at: int) -> bool:
     """Whether the match at ``at`` sits in a conditional sentence ("If X were …, Y would …"), in a
     yes/no question ("Could it be that X?", "Is X …?") or in a question the agent means to check
@@ -1278,9 +1286,8 @@ def _hypothetical(text: str, at: int) -> bool:
     asked = (
         YES_NO_QUESTION.match(sentence) or MUSED_QUESTION.match(sentence) or DECLARATIVE_QUESTION.fullmatch(sentence)
     )
-    quoted = text[stop + 1 : stop + 2] in (
-        "\x22",
-        "\u201d",
+    quoted = (
+        text[stop + 1 : stop + 2] in CLOSING_QUOTES
     )  # a question someone is quoted as asking ("the "apply it?" call")
     if text.startswith("?", stop) and asked and not quoted and not ANSWER_YES.match(text, stop + 1):
         return True  # "Is X …?" asks, unless answered "Yes, …" at once
