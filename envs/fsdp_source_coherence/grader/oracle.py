@@ -25,7 +25,7 @@ sys.path[:0] = [str(HERE / "kit"), str(HARNESSLIB), str(HARNESSLIB / "observers"
 import sources  # noqa: E402
 from scenario import Scenario  # noqa: E402
 
-RECORD_LIMIT = 256 << 20  # rank 0 keeps the final parameters (about 56 MB)
+RECORD_LIMIT = 256 << 20  # rank 0 keeps the final parameters (at most about 56 MB)
 
 
 def worker(sc: Scenario, published: Path, out: Path) -> None:
@@ -44,7 +44,7 @@ def worker(sc: Scenario, published: Path, out: Path) -> None:
     if backend == "nccl":
         torch.cuda.set_device(device)
     if rank == 0:
-        sources.publish(published)
+        sources.publish(published, sc.vocab_size)
     dist.barrier()
     mesh = init_device_mesh(device.type, (world,))
     for source in ("A", "B"):

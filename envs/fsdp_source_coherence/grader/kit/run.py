@@ -33,7 +33,7 @@ PIPELINE = Pipeline(
     observer_path=(KIT,),
     env={"HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABLE": "1"},
 )
-#: The probe's record and the saved weights (14,067,712 float32 parameters: about 56 MB).
+#: The probe's record and the saved weights (at most 14,067,712 float32 parameters: about 56 MB).
 RECORD_LIMIT, WEIGHTS_LIMIT = 16 << 20, 128 << 20
 _published: list[Path] = []
 
@@ -43,7 +43,7 @@ def publish_once(sc: Scenario, inputs: Path) -> Path:
     (``python /kit/sources.py``, the case's fixtures command), else built here once."""
     if not _published:
         dst = inputs.parents[1] / "published"
-        _published.append(dst if runkit.cached_fixture("published", dst) else sources.publish(dst))
+        _published.append(dst if runkit.cached_fixture("published", dst) else sources.publish_all(dst))
     return _published[0]
 
 
@@ -51,7 +51,7 @@ def overrides(sc: Scenario, out_dir: Path) -> list[str]:
     """README keys pinning everything the oracle depends on."""
     revision = sc.revision
     if revision.startswith(COMMIT_PREFIX):
-        revision = sources.commit_of(sc.expected)
+        revision = sources.commit_of(sc.expected, sc.vocab_size)
     return dotted({
         "model.revision": revision, "model.hidden_dropout": sc.hidden_dropout,
         "model.attention_dropout": sc.attention_dropout, "cache.mirror": sc.mirror, "cache.node_root": sc.node_root,
@@ -64,9 +64,9 @@ def overrides(sc: Scenario, out_dir: Path) -> list[str]:
 
 def launch(sc: Scenario, workspace: Path, published: Path, out_dir: Path, log: Path, warm: Any | None) -> RunResult:
     """Lay out the scenario's caches in the workspace copy, then run the pipeline once."""
-    sources.lay_cache(workspace / sc.mirror, published, ("A", "B"), sc.mirror_refs)
+    sources.lay_cache(workspace / sc.mirror, published, ("A", "B"), sc.mirror_refs, sc.vocab_size)
     for node, (snapshots, refs) in sc.nodes().items():
-        sources.lay_cache(workspace / sc.node_root / node, published, snapshots, refs)
+        sources.lay_cache(workspace / sc.node_root / node, published, snapshots, refs, sc.vocab_size)
     (workspace / sc.node_root).mkdir(parents=True, exist_ok=True)
     return PIPELINE.run(workspace=workspace, args=overrides(sc, out_dir), nproc=sc.devices, log_path=log,
                         timeout_s=sc.run_timeout_s, backend=sc.backend, warm=warm,

@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from scenario_base import params_base  # the harness library
+from sources import VOCABS
 
 SOURCES = ("A", "B")
 #: ``revision`` values naming a published commit rather than a ref: ``commit:A`` -> v1's commit.
@@ -50,6 +51,8 @@ class Scenario(params_base(Path(__file__).with_name("params.toml"))):
         for path in (self.mirror, self.node_root):
             if PurePosixPath(path).is_absolute() or ".." in PurePosixPath(path).parts:
                 raise ValueError(f"cache path {path!r} must stay inside the workspace")
+        if self.vocab_size not in VOCABS:
+            raise ValueError(f"vocab_size {self.vocab_size!r}: a published build, one of {VOCABS}")
         if not all(1 <= getattr(self, k) <= bound for k, bound in LIMITS.items()) or self.ranks_per_node < 1:
             raise ValueError(f"steps, micro_batch_size, seq_len within {LIMITS}, ranks_per_node >= 1")
 
