@@ -29,7 +29,7 @@ import json
 import os
 import platform
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -480,21 +480,23 @@ def record_status(case: CaseSpec) -> RecordStatus:
     return RecordStatus(case.id, "current", command=command, path=path)
 
 
-def failing_hints(record: Record | None) -> dict[str, str]:
+def failing_hints(record: Record | None, order: Sequence[str] = ()) -> dict[str, str]:
     """For each wrong repair and forgery of a record (by label), the first scenario it failed
-    (a forgery rejected as unknown: the first scenario left unknown): where a fail-fast
-    re-qualification starts. Only an order, never a verdict."""
-    return _hints(record.variants) if record is not None else {}
+    (a forgery rejected as unknown: the first scenario left unknown), first in ``order`` (the
+    case's scenario table, whose author puts the quick scenarios first) where given, else in the
+    record's: where a fail-fast re-qualification starts. Only an order, never a verdict."""
+    return _hints(record.variants, order) if record is not None else {}
 
 
-def _hints(variants: Iterable[VariantVerdicts]) -> dict[str, str]:
+def _hints(variants: Iterable[VariantVerdicts], order: Sequence[str] = ()) -> dict[str, str]:
+    rank = {name: i for i, name in enumerate(order)}
     hints = {}
     for v in variants:
         if v.kind in ("wrong", "forgery"):
             wanted = "unknown" if v.status == "unknown" else "fail"
             failed = [name for name, status in v.scenarios.items() if status == wanted]
             if failed:
-                hints[v.label.split(" ")[0]] = failed[0]
+                hints[v.label.split(" ")[0]] = min(failed, key=lambda name: rank.get(name, len(rank)))
     return hints
 
 
@@ -502,8 +504,9 @@ def previous_hints(case: CaseSpec) -> dict[str, str]:
     """:func:`failing_hints` of the record beside ``case``, read from a record of an older schema
     too (its variants' verdicts are all a hint needs): a re-qualification after a schema change
     still starts each wrong repair where it failed last time. Anything unreadable: no hints."""
+    order = [s.name for s in case.scenarios]
     try:
-        return failing_hints(load_record(case))
+        return failing_hints(load_record(case), order)
     except RecordError:
         pass
     data = read_json_object(record_path(case), MAX_RECORD_BYTES)
@@ -519,7 +522,7 @@ def previous_hints(case: CaseSpec) -> dict[str, str]:
         ]
     except (RecordError, KeyError, TypeError):
         return {}
-    hints = _hints(variants)
+    hints = _hints(variants, order)
     return {label: scenario for label, scenario in hints.items() if scenario in {s.name for s in case.scenarios}}
 
 

@@ -275,6 +275,11 @@ def test_compare_verdicts_and_hints() -> None:
     )
     assert compare_verdicts(case_like, case_like) == []
     assert failing_hints(case_like) == {"wrong:x": "b", "forgery:y": "b"}
+    # a variant that failed several scenarios is hinted at the first of them in the case's table
+    both = replace(case_like, variants=(_verdicts("wrong:w", "wrong", {"a": "fail", "b": "fail"}),))
+    assert failing_hints(both) == {"wrong:w": "a"}
+    assert failing_hints(both, ["b", "a"]) == {"wrong:w": "b"}
+    assert failing_hints(both, ["c"]) == {"wrong:w": "a"}
     unknown = replace(case_like, variants=(*case_like.variants, _verdicts("forgery:z", "forgery", {"a": "unknown"})))
     assert failing_hints(unknown)["forgery:z"] == "a"
     assert any(p.startswith("forgery:z:") for p in compare_verdicts(unknown, case_like))
