@@ -23,8 +23,12 @@ HERE = Path(__file__).resolve().parent
 PIPELINE = Pipeline(
     module="moetrain.train",
     base_args=("--config", "configs/ep2.yaml"),
+    # torch._dynamo and inductor: what building the optimizer (torch.optim's compile guard) and
+    # DeepSpeed's ZeRO optimizer check (its muon module compiles at import) would import in every
+    # rank after the fork, 3-4 s a rank on 2 cores
     preload=("torch", "torch.distributed", "deepspeed", "deepspeed.moe.layer", "deepspeed.runtime.zero.stage_1_and_2",
-             "yaml"),
+             "yaml", "torch._dynamo", "torch._inductor.compile_fx", "deepspeed.runtime.zero.muon.muon_optimizer",
+             "deepspeed.ops.op_builder"),
     observers=("expert_layout:install",),
     observer_path=(HERE / "observe",),
 )
