@@ -7,9 +7,11 @@ cache; oracles as the state directory holds them), with the failing scenarios of
 record as hints (``--no-hints``: without, as on a case's first qualification), gradings
 ``--parallel`` at a time (default 2, as ``trainfail qualify``). Prints per-case
 seconds, the seconds per kind of variant, and ratios against the run that wrote the record and
-against the figure issue 21 started from; writes benchmarks/results/qualify.json. Verdicts are
-compared with the record too, so a fast run that judged differently shows. The machine's load
-average is printed before and after: figures taken under load say so. Figures, not assertions.
+against the figure issue 21 started from. Verdicts are compared with the record too, so a fast run
+that judged differently shows. The machine's load average is printed before and after, and kept
+with each case's row: figures taken under load say so. benchmarks/results/qualify.json keeps the
+newest row of every case benched (a run over some cases replaces their rows only), each with
+its date and load. Figures, not assertions.
 """
 
 from __future__ import annotations
@@ -97,8 +99,11 @@ def main() -> None:
     load_before = os.getloadavg()
     rows = []
     for index, case_id in enumerate(cases, 1):
+        before = os.getloadavg()[0]
         rows.append(bench_case(case_id, sandbox=args.sandbox, hints=not args.no_hints, parallel=args.parallel))
         load = os.getloadavg()[0]
+        rows[-1] |= {"load_before": round(before, 2), "load_after": round(load, 2),
+                     "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
         print(f"[{index}/{len(cases)}] {case_id}: {rows[-1]['seconds']:.0f} s (load {load:.1f})", flush=True)
     load_after = os.getloadavg()
     table = Table(title=f"full qualification per case ({os.cpu_count()} cores, sandbox {args.sandbox})")
@@ -126,8 +131,20 @@ def main() -> None:
         mine, theirs = sum(r["seconds"] for r in issue), sum(r["issue_seconds"] for r in issue)
         console.print(f"issue 21's {len(issue)} cases: {mine:.0f} s (goal 600 s; {theirs:.0f} s when filed)")
     RESULTS.mkdir(exist_ok=True)
-    report = {"rows": rows, "total_s": round(total, 1), "load_before": load_before, "load_after": load_after}
+    kept = merged(RESULTS / "qualify.json", rows)
+    report = {"rows": kept, "total_s": round(sum(row["seconds"] for row in kept), 1)}
     (RESULTS / "qualify.json").write_text(json.dumps(report, indent=2) + "\n")
+
+
+def merged(path: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows already in ``path`` (an unreadable file: none), each case's replaced by its row in
+    ``rows``, new cases appended."""
+    try:
+        old = json.loads(path.read_text())["rows"]
+        kept = {row["case"]: row for row in old if isinstance(row, dict) and isinstance(row.get("case"), str)}
+    except (OSError, ValueError, KeyError, TypeError):
+        kept = {}
+    return list((kept | {row["case"]: row for row in rows}).values())
 
 
 if __name__ == "__main__":
