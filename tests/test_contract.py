@@ -22,7 +22,7 @@ def test_the_three_in_tree_cases_are_registered() -> None:
     assert {c.id for c in CASES} >= {
         "TrainFail/DDPTokenAverage-v1",
         "TrainFail/TPClipGradNorm-v1",
-        "TrainFail/FSDPSourceCoherence-v1",
+        "TrainFail/FSDPSourceCoherence-v2",
     }
 
 

@@ -200,6 +200,11 @@ CORES = {
         " on every optimizer update even though the schedule was already sized in optimizer updates, so "
         "warmup and decay finish P times too early"
     ),
+    "stale_optimizer_params": (
+        "the optimizer is built before runtime.prepare runs fully_shard on the root, which swaps the stem, "
+        "final norm and head parameters for new DTensors, so the optimizer keeps stepping the stale originals"
+        " and those layers never train"
+    ),
     "tp_clip_grad_norm": (
         "since perform_initialization=False skips the tagging, fc1 and fc2 have no tensor_model_parallel "
         "attribute, DeepSpeed counts their gradients only on TP rank 0, and the global norm comes out too "

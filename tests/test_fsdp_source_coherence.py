@@ -1,4 +1,4 @@
-"""TrainFail/FSDPSourceCoherence-v1's judge against hand-made probe records (no training run).
+"""TrainFail/FSDPSourceCoherence-v2's judge against hand-made probe records (no training run).
 
 The judge passes a run only when its records agree with themselves and with the saved weights
 and its whole state is bitwise the oracle of the revision the scenario's ``model.revision``

@@ -29,7 +29,7 @@ from tests.test_leaderboard import _adjudication, _diagnosis
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 #: Registered cases with long names, three agents, both arms, three trials (every interval small-n).
-CASES = ["TrainFail/DDPTokenAverage-v1", "TrainFail/FSDPSourceCoherence-v1", "TrainFail/TPClipGradNorm-v1"]
+CASES = ["TrainFail/DDPTokenAverage-v1", "TrainFail/FSDPSourceCoherence-v2", "TrainFail/TPClipGradNorm-v1"]
 AGENTS = ["study", "reference", "noop"]
 
 #: Runs in the page: every text element's layout box inside each figure, the pairs whose boxes

@@ -285,7 +285,7 @@ def test_the_ddp_kit_accepts_every_native_scenario_and_refuses_bad_widths(monkey
 
 
 def test_the_fsdp_kit_reads_the_native_training_and_refuses_bad_values(monkeypatch: pytest.MonkeyPatch) -> None:
-    case = get_case("TrainFail/FSDPSourceCoherence-v1")
+    case = get_case("TrainFail/FSDPSourceCoherence-v2")
     native = case.with_profile("native")
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "gym_trainfail" / "harnesslib"))
     kit = _module(case.kit_dir / "scenario.py", "fsdp_native_scenario")

@@ -1,4 +1,4 @@
-"""Judge phase of TrainFail/FSDPSourceCoherence-v1 (trusted: no revision code runs here).
+"""Judge phase of TrainFail/FSDPSourceCoherence-v2 (trusted: no revision code runs here).
 
     python /grader/judge.py --scenarios /io/scenarios.json --artifacts /artifacts \
         --run /io/run.json --out-dir /io/outcomes --oracle /oracle

@@ -1,4 +1,4 @@
-"""Trusted same-topology oracle of TrainFail/FSDPSourceCoherence-v1 (``grader.oracle_command``).
+"""Trusted same-topology oracle of TrainFail/FSDPSourceCoherence-v2 (``grader.oracle_command``).
 
     python /grader/oracle.py --scenario /io/scenario.json --out-dir /io/oracle
 

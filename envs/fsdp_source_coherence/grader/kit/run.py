@@ -1,4 +1,4 @@
-"""Run phase of TrainFail/FSDPSourceCoherence-v1 (untrusted: beside the revision; no verdicts).
+"""Run phase of TrainFail/FSDPSourceCoherence-v2 (untrusted: beside the revision; no verdicts).
 
     python /kit/run.py --scenarios /io/scenarios.json --out-dir /out
 

@@ -1,4 +1,4 @@
-"""One frozen scenario of TrainFail/FSDPSourceCoherence-v1 (public: the run phase reads it too).
+"""One frozen scenario of TrainFail/FSDPSourceCoherence-v2 (public: the run phase reads it too).
 
 A scenario lays out hub caches (the team mirror's refs, and the node-local copies that already
 exist when the job starts), names the revision the run asks for, and sets the documented
