@@ -43,8 +43,10 @@ def table(sc) -> dict[str, torch.Tensor]:
 
 
 def write_inputs(sc, folder: Path) -> tuple[Path, Path]:
+    """The initial weights and the pulse table, saved in ``folder`` for the pipeline to load."""
+    inputs = {folder / "init.pt": initial_state(sc), folder / "pulses.pt": table(sc)}
     folder.mkdir(parents=True, exist_ok=True)
-    weights, data = folder / "init.pt", folder / "pulses.pt"
-    torch.save(initial_state(sc), weights)
-    torch.save(table(sc), data)
+    for path, payload in inputs.items():
+        torch.save(payload, path)
+    weights, data = inputs
     return weights, data

@@ -1,0 +1,1 @@
+"""gearsense: a gearbox vibration-window fault classifier trained with PyTorch FSDP."""
