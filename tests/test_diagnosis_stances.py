@@ -162,6 +162,10 @@ CORES = {
         "checkpoint revisions and fully_shard keeps each rank's own shard, mixing the two revisions into one "
         "model"
     ),
+    "moe_all_to_all_hang": (
+        "each rank sizes its MoE dispatch width from its own expert counts with no MAX all-reduce over the "
+        "expert group, so ranks run different numbers of all-to-all slabs and deadlock"
+    ),
     "moe_expert_grad_scale": (
         "the reduction divides each expert's gradient by the expert-data-parallel group size (world divided "
         "by ep) rather than by the data-parallel world size, which makes expert gradients ep times too large"
@@ -183,6 +187,10 @@ CORES = {
         "the resume code skips global_step % updates_per_epoch batches, a count of optimizer steps, while the"
         " loader yields micro-batches, so without the factor gradient_accumulation_steps the resumed run "
         "trains on micro-batches the first run already used"
+    ),
+    "shard_local_clip_norm": (
+        "the team calls torch.nn.utils.clip_grad_norm_ on an FSDP1 model, so each rank only measures the norm"
+        " of its own gradient shard and clips by that instead of the global norm"
     ),
     "sp_dropout_rng": (
         "because `with rng_context and precision_context:` evaluates to the precision context only, the "
