@@ -62,7 +62,7 @@ def bench_case(case_id: str, *, sandbox: str, hints: bool, parallel: int = 2) ->
         sandbox=sandbox,
         repeats=2,
         wrong_repairs=True,
-        hints=failing_hints(record, [s.name for s in case.scenarios]) if hints else None,
+        hints=failing_hints(record, case.scenarios) if hints else None,
         parallel=parallel,
     )
     seconds = time.monotonic() - started

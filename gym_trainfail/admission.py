@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 import gym_trainfail
 from gym_trainfail.arms import get_arm
-from gym_trainfail.cases import DEFAULT_PROFILE, CaseSpec
+from gym_trainfail.cases import DEFAULT_PROFILE, CaseSpec, Scenario
 from gym_trainfail.diagnosis.rubric import DIAGNOSIS_DIR
 from gym_trainfail.files import read_json_object, write_json
 from gym_trainfail.grading import GRADING_ARM
@@ -480,12 +480,12 @@ def record_status(case: CaseSpec) -> RecordStatus:
     return RecordStatus(case.id, "current", command=command, path=path)
 
 
-def failing_hints(record: Record | None, order: Sequence[str] = ()) -> dict[str, str]:
+def failing_hints(record: Record | None, scenarios: Sequence[Scenario] = ()) -> dict[str, str]:
     """For each wrong repair and forgery of a record (by label), the first scenario it failed
-    (a forgery rejected as unknown: the first scenario left unknown), first in ``order`` (the
+    (a forgery rejected as unknown: the first scenario left unknown), first in ``scenarios`` (the
     case's scenario table, whose author puts the quick scenarios first) where given, else in the
     record's: where a fail-fast re-qualification starts. Only an order, never a verdict."""
-    return _hints(record.variants, order) if record is not None else {}
+    return _hints(record.variants, [s.name for s in scenarios]) if record is not None else {}
 
 
 def _hints(variants: Iterable[VariantVerdicts], order: Sequence[str] = ()) -> dict[str, str]:
@@ -504,9 +504,8 @@ def previous_hints(case: CaseSpec) -> dict[str, str]:
     """:func:`failing_hints` of the record beside ``case``, read from a record of an older schema
     too (its variants' verdicts are all a hint needs): a re-qualification after a schema change
     still starts each wrong repair where it failed last time. Anything unreadable: no hints."""
-    order = [s.name for s in case.scenarios]
     try:
-        return failing_hints(load_record(case), order)
+        return failing_hints(load_record(case), case.scenarios)
     except RecordError:
         pass
     data = read_json_object(record_path(case), MAX_RECORD_BYTES)
@@ -522,7 +521,7 @@ def previous_hints(case: CaseSpec) -> dict[str, str]:
         ]
     except (RecordError, KeyError, TypeError):
         return {}
-    hints = _hints(variants, order)
+    hints = _hints(variants, [s.name for s in case.scenarios])
     return {label: scenario for label, scenario in hints.items() if scenario in {s.name for s in case.scenarios}}
 
 

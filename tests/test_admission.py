@@ -28,7 +28,7 @@ from gym_trainfail.admission import (
     verdict_problems,
     write_record,
 )
-from gym_trainfail.cases import CaseSpec, load_case
+from gym_trainfail.cases import CaseSpec, Scenario, load_case
 from gym_trainfail.cli import _parser, main
 from gym_trainfail.cli.qualifying import write_admission_record
 from gym_trainfail.promises import check_promises
@@ -278,8 +278,9 @@ def test_compare_verdicts_and_hints() -> None:
     # a variant that failed several scenarios is hinted at the first of them in the case's table
     both = replace(case_like, variants=(_verdicts("wrong:w", "wrong", {"a": "fail", "b": "fail"}),))
     assert failing_hints(both) == {"wrong:w": "a"}
-    assert failing_hints(both, ["b", "a"]) == {"wrong:w": "b"}
-    assert failing_hints(both, ["c"]) == {"wrong:w": "a"}
+    table = [Scenario(name, "failure", 2, 60.0) for name in ("b", "a")]
+    assert failing_hints(both, table) == {"wrong:w": "b"}
+    assert failing_hints(both, [Scenario("c", "failure", 2, 60.0)]) == {"wrong:w": "a"}
     unknown = replace(case_like, variants=(*case_like.variants, _verdicts("forgery:z", "forgery", {"a": "unknown"})))
     assert failing_hints(unknown)["forgery:z"] == "a"
     assert any(p.startswith("forgery:z:") for p in compare_verdicts(unknown, case_like))

@@ -148,7 +148,7 @@ def test_rotated_case_requalifies_to_its_record(runtime: Runtime, bwrap_usable: 
     assert status.current, status.describe()
     record = load_record(case)
     assert record is not None
-    hints = failing_hints(record, [s.name for s in case.scenarios])
+    hints = failing_hints(record, case.scenarios)
     result = qualify(case, sandbox="bwrap", repeats=2, wrong_repairs=True, hints=hints)
     assert result.admitted, (case.id, result.problems)
     fresh = record_from_qualification(case, result, sandbox="bwrap", repeats=2)
