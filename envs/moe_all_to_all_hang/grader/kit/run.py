@@ -21,8 +21,11 @@ from fixtures import save_inputs
 from launch import Pipeline, RunResult, dotted
 from scenario import Scenario
 
-#: What every rank imports: the warm launcher pays for it once per group.
-IMPORTS = ("torch", "torch.distributed", "deepspeed", "deepspeed.moe.layer", "deepspeed.moe.sharded_moe")
+#: What every rank imports: the warm launcher pays for it once per group. The engine, torch._dynamo
+#: and inductor are what ``deepspeed.initialize`` and building the optimizer (torch.optim's compile
+#: guard) would import in every rank after the fork: about 1 s a rank alone, more when 4 ranks share 2 cores.
+IMPORTS = ("torch", "torch.distributed", "deepspeed", "deepspeed.moe.layer", "deepspeed.moe.sharded_moe",
+           "deepspeed.runtime.engine", "torch._dynamo", "torch._inductor.compile_fx", "tomllib")
 #: The README's launch (``-m switchyard.fit`` with the team's config), the exchange log in every rank.
 PIPELINE = Pipeline("switchyard.fit", ("--config", "configs/switch2.toml"), IMPORTS, ("exchange_log:install",),
                     (Path(__file__).resolve().parent / "observe",))
