@@ -513,3 +513,80 @@ def test_a_question_still_to_check_with_an_adverb(statement: str, expected: bool
 )
 def test_a_scoped_denial_of_an_entailed_concept_is_no_denial(statement: str, expected: bool) -> None:
     assert RubricJudge().judge(statement, ENTAILING).correct is expected
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # a denial whose subject is long: a comma closes what was put inside it, a clause inside it has its own verb
+        ("The planner, which misses the head while three buffers are held and the checkpoint inputs stay live, is "
+         "not the reason for the OOMs.", False),
+        ("The planner misses the head with three buffers, while the checkpoint inputs stay live, is not why these "
+         "calls fail.", False),
+        # attack: "and X is not why" denies only X, the clause before it stands
+        (CORRECT[:-1] + ", and float order is not why these calls fail.", True),
+        (CORRECT[:-1] + " — a safety factor is not the cause of the OOMs.", True),
+        # a concession dismissed ("Yes, X …; but that isn't what's breaking it"), a pronoun standing for the sentence
+        ("The planner misses the head. Yes, it holds three buffers and the checkpoint inputs stay live; but that "
+         "isn't what's breaking these calls.", False),
+        ("The planner misses the head, so three buffers and the checkpoint inputs stay live — that isn't the cause "
+         "of these failures.", False),
+        # attack: the agent's own mechanism after the dismissal of another stands
+        ("It looked like a memory leak, but that isn't the cause: " + CORRECT, True),
+        # "i.e." does not end the sentence a denial opens
+        ("It is not the case that the planner misses the head, i.e. that three buffers are held while the "
+         "checkpoint inputs stay live.", False),
+    ],
+)  # fmt: skip
+def test_denials_with_long_subjects_concessions_and_resumptive_pronouns(statement: str, expected: bool) -> None:
+    assert _judge(statement) is expected
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        ("There's an upstream issue (#844) where someone argues that the planner misses the head: three buffers, "
+         "while the checkpoint inputs stay live. That's their code; I haven't found evidence it carries over.", False),
+        ("The ticket attached to this task claims the planner misses the head: three buffers, while the checkpoint "
+         "inputs stay live. I have not been able to reproduce it.", False),
+        ("There's a TODO in a teammate's branch claiming that the planner misses the head: three buffers, while the "
+         "checkpoint inputs stay live. I'm not treating it as established.", False),
+        # the claim goes on past a "but" that joins its own verbs …
+        ("The reviewer flagged that the planner prices the forward but misses the head, three buffers while the "
+         "checkpoint inputs stay live. I haven't decided who's right.", False),
+        # … attack: a "but" before a subject of the agent's own ends it
+        ("The reviewer says the padding is wrong, but the planner misses the head: three buffers, and the checkpoint "
+         "inputs stay live.", True),
+        # a negation a few words before the endorsing phrase: no endorsement
+        ("The ticket claims the planner misses the head: three buffers, while the checkpoint inputs stay live. I "
+         "don't think the ticket is right.", False),
+        # attack: an endorsement stands
+        ("The ticket claims the planner misses the head: three buffers, while the checkpoint inputs stay live. The "
+         "ticket is right.", True),
+    ],
+)  # fmt: skip
+def test_reported_claims_with_attachments_and_continuations(statement: str, expected: bool) -> None:
+    assert _judge(statement) is expected
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # struck-through text is crossed out; "This isn't the cause." takes back what came before
+        ("~~" + CORRECT + "~~ Still failing with that priced.", False, False),
+        ("Diagnosis: " + CORRECT + "\n\nUpdate: a rerun with that priced still fails. This isn't the cause.", False,
+         False),
+        # attack: struck text elsewhere leaves the claim standing
+        ("~~a memory leak~~ " + CORRECT, True, True),
+        # an elliptical "they aren't" after what should happen is a finding, not a retraction
+        ("The planner misses the head: the three buffers should be priced; they aren't, and the checkpoint inputs "
+         "stay live.", True, True),
+        # a disclaimer with a few words of when makes its paragraph a hypothesis
+        ("Possibly " + CORRECT[0].lower() + CORRECT[1:] + " This is a guess at this stage.", False, True),
+        (CORRECT + " Haven't run anything to check this yet.", False, True),
+        (CORRECT + " Plausible but unconfirmed.", False, True),
+    ],
+)  # fmt: skip
+def test_struck_text_elliptical_findings_and_disclaimers(statement: str, expected: bool, hypothesis: bool) -> None:
+    verdict = RubricJudge().judge(statement, RUBRIC)
+    assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)

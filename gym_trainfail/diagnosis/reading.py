@@ -43,6 +43,9 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+#: Before a full stop that is part of an abbreviation ("i.e.", "e.g.", "vs.", "cf."; "i e." in the view with code
+#: identifiers split), not a sentence's end.
+_ABBR = r"(?<![iI][.\s][eE])(?<![eE][.\s][gG])(?<!\b[vV]s)(?<!\b[cC]f)"
 #: Words that take back what follows them in their clause ("not the per-rank mean").
 NEGATION = re.compile(
     r"\b(?:not|no|never|nor|neither|none|nothing|isn't|aren't|wasn't|weren't|doesn't|don't|didn't|cannot|can't|"
@@ -83,7 +86,7 @@ CLAUSE_BREAK = re.compile(
     re.IGNORECASE,
 )
 #: Where a clause ends for a known wrong explanation (commas do not end it).
-STRONG_BREAK = re.compile(r"[;!?\n]|[.:](?=\s|$)|\b(?:but|however|although|whereas)\b", re.IGNORECASE)
+STRONG_BREAK = re.compile(r"[;!?\n]|" + _ABBR + r"[.:](?=\s|$)|\b(?:but|however|although|whereas)\b", re.IGNORECASE)
 #: Matches of one phrasing read per view, and the sentence length read each side of a match:
 #: bounded work on long or adversarial statements.
 MAX_MATCHES = 64
@@ -110,7 +113,8 @@ VERDICT_FALSE = re.compile(
 )
 #: Where the clause a denial may follow in ends.
 DENIAL_BREAK = re.compile(
-    r"[;!?\n]|[.:](?=\s|$)|\b(?:but|however|although|whereas|while|and\s+(?:so|the|this|that|it|then))\b",
+    r"[;!?\n]|" + _ABBR + r"[.:](?=\s|$)|\s[\u2014\u2013]\s|\s--?\s"
+    r"|\b(?:but|however|although|whereas|while|and\s+(?:so|the|this|that|it|then))\b",
     re.IGNORECASE,
 )
 DENIAL_REACH = 100
@@ -178,7 +182,7 @@ RETRACTION = re.compile(
     r"items?|claims?|lines?|statements?|notes?|steps?)\b"
     # round 2: "retracting 1-3", "Update: retracting.", "Please disregard;", "I'm taking this back", "I had the wrong
     # file open", "based on the old commit", "That was my reading an hour ago"
-    r"|\bretracting\b|(?:^|(?<=[.!?:]\s)|(?<=\n))[\W_]*(?:(?:i'm|i\s+am|we're|we\s+are)\s+)?(?:retract|withdraw)\b"
+    r"|\bretracting\b|\b(?:striking|scratching|crossing\s+out)\s+(?:this|that|it|the\s+above)\b|(?:^|(?<=[.!?:]\s)|(?<=\n))[\W_]*(?:(?:i'm|i\s+am|we're|we\s+are)\s+)?(?:retract|withdraw)\b"
     r"|(?:^|(?<=[.!?:;]\s)|(?<=\n))[\W_]*(?:please\s+)?(?:disregard|ignore)(?:\s+(?:it|this|that|all\s+(?:of\s+)?(?:it|this|that)|"
     r"everything|the\s+above))?\s*(?=[.;:,!\u2014\u2013]|\s-\s|$)"
     rf"|\b(?:take|takes|taking|took|taken|walk|walks|walking|walked)\s+{_BACK}\s+back\b"
@@ -237,6 +241,10 @@ REFUTATION = re.compile(
     r"|\b(?:that's|that\s+is|that\s+was|this\s+is|this\s+was|which\s+is)\s+not\s+(?:the|our|what)\s+(?:issue|cause|problem|"
     r"culprit|bug|explanation|mechanism|failure|happening|happens|happened)\b"
     r"|\b(?:that|this|it)\s+(?:isn't|wasn't|is\s+not|was\s+not)\s+(?:true|correct|right)\b"
+    # "This isn't the cause.", "that isn't why", "which wasn't what's breaking it"
+    r"|\b(?:that|this|which|it)\s+(?:isn't|wasn't|is\s+not|was\s+not)\s+(?:the\s+(?:root\s+|real\s+|actual\s+)?(?:cause|reason|"
+    r"culprit|explanation|issue|problem|bug|mechanism|failure)\b|why\b|what(?:'s|\s+is|\s+was)?\s+(?:\w+ing|causes|caused|breaks|"
+    r"blocks)\b)"
     r"|\b(?:that|this)\s+(?:isn't|wasn't|is\s+not|was\s+not)\s+the\s+case\b(?!\s+that)"
     r"|\b(?:that's|that\s+is|that\s+was|it's|it\s+is|it\s+was|this\s+is|this\s+was|which\s+is|which\s+was)\s+"
     r"(?:false|untrue|not\s+true|not\s+correct|incorrect)\b"
@@ -418,8 +426,9 @@ ANAPHORIC_START = re.compile(
 #: warns about fp16, ignore that") it dismisses that remark, not everything before.
 DISMISSAL = re.compile(r"(?:disregard|ignore)\s+(?:that|this)", re.IGNORECASE)
 #: Where a withdrawal's reach ends (matches before this point in its clause are taken back).
-WITHDRAWAL_END = re.compile(r"[;!?\n]|[.:](?=\s|$)|\s[-–—]+\s")
-SENTENCE_BREAK = re.compile(r"[!?](?!=)|\n|[.][\x22\u201d\u2019]*(?=\s|$)")  # "!=" is an operator, not an exclamation
+WITHDRAWAL_END = re.compile(r"[;!?\n]|" + _ABBR + r"[.:](?=\s|$)|\s[-–—]+\s")
+# "!=" is an operator, not an exclamation
+SENTENCE_BREAK = re.compile(r"[!?](?!=)|\n|" + _ABBR + r"[.][\x22\u201d\u2019]*(?=\s|$)")
 #: A sentence that only supposes ("If …, … would", "Suppose …").
 CONDITIONAL = re.compile(
     r"\W*(?:if|what\s+if|suppose|supposing|assuming|imagine|hypothetically|in\s+(?:principle|theory)|theoretically|"
@@ -436,7 +445,9 @@ ANAPHORIC_IF = re.compile(
     re.IGNORECASE,
 )
 #: Where a sentence ends for :data:`CONDITIONAL` (a line break inside a paragraph does not end it).
-PROSE_SENTENCE_END = re.compile(r"[!?](?!=)|[.][\x22\u201d\u2019]*(?=\s|$)|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
+PROSE_SENTENCE_END = re.compile(
+    r"[!?](?!=)|" + _ABBR + r"[.][\x22\u201d\u2019]*(?=\s|$)|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)"
+)
 MODAL = re.compile(r"\b(?:were|would|could|might|likely|probably)\b", re.IGNORECASE)
 #: A counterfactual with its condition after it ("X would make Y if accumulation were above 1").
 COUNTERFACTUAL = re.compile(
@@ -593,7 +604,7 @@ _PERSON = (
 )
 #: What other people write ("the ticket says"); "my notes say" is the agent's own, so no "my"/"our" here.
 _DOCUMENT = (
-    r"(?:thread|channel|ticket|issue(?:\s+thread)?|bug\s+report|report|note|notes|message|post|comment|write-?up|"
+    r"(?:todo|fixme|thread|channel|ticket|issue(?:\s+thread)?|bug\s+report|report|note|notes|message|post|comment|write-?up|"
     r"post-?mortem|pr(?:\s+description)?|pull\s+request|review|handoff|hand-off|slack(?:\s+thread)?|email|"
     r"memo|draft|summary|analysis|answer|reply|handover|hand-?over\s+notes?)"
 )
@@ -629,7 +640,8 @@ _OTHER = (
     r"|(?:(?:jira|ticket|issue|bug)\s+)?(?-i:[A-Z][A-Z0-9]{1,9})-\d+"
     # … or a project's numbered report ("pytorch#75870 says", "DeepSpeed #1801 describes")
     r"|[\w.-]+\s*#\d+)"
-    rf"(?:\s+(?:on|in|from|at|of|for|about|with)\s+(?:the\s+|our\s+|my\s+|a\s+)?(?:[\w-]+\s+){{0,2}}?[#\w-]+){{0,2}}"
+    rf"(?:\s+(?:(?:attached|linked|filed|posted|opened|left|written|pinned)\s+(?:to|in|on|by|against|under)|on|in|from|at|of|for|"
+    rf"about|with)\s+(?:the\s+|our\s+|my\s+|a\s+|this\s+)?(?:[\w-]+\s+){{0,2}}?[#\w-]+){{0,2}}"
     # … and a parenthetical after it ("The upstream issue (#34242) claims")
     r"(?:\s*\([^()\n]{1,40}\))?)"
 )
@@ -647,7 +659,7 @@ _REPORT = (
     # note saying"
     r"comment(?:s|ed)|flag(?:s|ged)|describes?|described|connects?\s+(?:it|this|that)\s+to|connected\s+(?:it|this|that)\s+to|"
     r"answer(?:s|ed)(?:\s+(?:[\w-]+\s+){0,3}?with)?|repl(?:y|ies|ied)(?:\s+with)?|"
-    r"left\s+(?:a|an|this|that)\s+(?:[\w-]+\s+)?(?:note|comment|message)(?:\s+(?:saying|claiming|arguing))?)"
+    r"left\s+(?:a|an|this|that)\s+(?:[\w-]+\s+)?(?:note|comment|message|todo|fixme)(?:\s+(?:saying|claiming|arguing))?)"
 )
 _REPORT_ADVERB = (
     r"(?:(?:also|first|initially|originally|earlier|confidently|still|now|once|apparently|previously|"
@@ -674,9 +686,12 @@ ATTRIBUTION = re.compile(
     r"reported|assumed|believed|alleged|speculated|hypothesi[sz]ed|posited)\s+(?:\w+\s+){0,3}?that\b"
     r"|(?:i|we)\s+(?:was|were|have\s+been|had\s+been|got|get)\s+told\b(?:\s+that\b)?"
     # "There's an answer on the HF forum saying that X", "There was a comment claiming X"
-    rf"|there(?:'s|\s+is|\s+was|\s+are|\s+were)\s+(?:a|an|one|some|this|that)\s+(?:[\w-]+\s+){{0,2}}?(?:{_DOCUMENT}|{_PERSON})\b"
-    r"[^.!?;\n]{0,60}?\s(?:saying|claiming|arguing|suggesting|stating|reporting|insisting|who\s+(?:says|said|thinks|claims|"
-    r"claimed|believes))\b(?:\s+that\b)?"
+    rf"|there(?:'s|\s+is|\s+was|\s+are|\s+were)\s+(?:a|an|one|some|this|that)\s+(?:[\w-]+\s+){{0,3}}?(?:{_DOCUMENT}|{_PERSON})\b"
+    r"[^.!?;\n]{0,80}?\s(?:saying|claiming|arguing|suggesting|stating|reporting|insisting|describing|explaining|proposing|"
+    r"asserting|blaming|who\s+(?:says|said|thinks|claims|claimed|believes)"
+    # … or where someone in it claims ("an upstream issue (#844) where someone argues that X")
+    rf"|(?:where|in\s+which)\s+(?:someone|somebody|people|they|he|she|(?:a|an|the|one)\s+(?:[\w-]+\s+)?{_PERSON})\s+{_REPORT_ADVERB}{_REPORT})"
+    r"\b(?:\s+that\b)?"
     r"|(?:the\s+)?(?:received|common|conventional|usual|popular|accepted|standard|team'?s?)\s+"
     r"(?:wisdom|explanation|theory|story|view|belief|assumption|diagnosis)\s+(?:is|was|says?|said)\b(?:\s+that\b)?)",
     re.IGNORECASE,
@@ -711,7 +726,7 @@ def _sentences_after(text: str, stop: int, count: int) -> int:
 #: comment on the PR: "…"", "Handover note from last week's on-call: "…"", "Re Priya's message ("…")",
 #: "Ticket SIM-233 (opened by the previous maintainer) states: "…""): their words, to the closing quote.
 QUOTE_LABEL = re.compile(
-    r"(?:^|(?<=\n)|(?<=[.!?;]\s))(?P<label>[^\n.!?;:\x22\u201c]{2,100}?)(?:\s*:\s*|\s*\(\s*)(?=[\x22\u201c])"
+    r"(?:^|(?<=\n)|(?<=[.!?;]\s))(?P<label>(?:[^\n.!?;:\x22\u201c]|[.](?=\w)){2,100}?)(?:\s*:\s*|\s*\(\s*)(?=[\x22\u201c])"
 )
 LABEL_NAMES_OTHER = re.compile(rf"\b(?:{_PERSON}|{_DOCUMENT})\b|{_NAME}'s\b|#\s*\d+", re.IGNORECASE)
 FIRST_PERSON = re.compile(r"[\W_]*(?:i|i'm|i've|i'd|my|we|we're|our|me)\b", re.IGNORECASE)
@@ -818,7 +833,7 @@ TENTATIVE = re.compile(
 #: before it is put forward, not asserted.
 UNVERIFIED = re.compile(
     r"(?:\bnot\s+(?:yet\s+)?(?:been\s+)?(?:verified|confirmed|tested|checked|proven)(?:\s+yet)?"
-    r"|(?:^|(?<=[(\[,;:\u2014\u2013\n]))\s*un(?:verified|confirmed|tested|proven)"
+    r"|(?:^|(?<=[(\[,;:\u2014\u2013\n])|(?<=\bbut\s)|(?<=\bstill\s)|(?<=\byet\s))\s*un(?:verified|confirmed|tested|proven)"
     r"|\b(?:this|that|it|the\s+(?:hypothesis|theory|idea|claim|diagnosis|explanation|guess))\s+(?:is|remains)\s+"
     r"(?:still\s+|as\s+yet\s+)?un(?:verified|confirmed|tested|proven)"
     r"|\b(?:haven't|have\s+not|hasn't|has\s+not|didn't|did\s+not)\s+(?:yet\s+)?(?:verified|confirmed|tested|checked|"
@@ -847,6 +862,9 @@ UNVERIFIED = re.compile(
     r"|\bto\s+find\s+out"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:will|going\s+to|to)\s+(?:confirm|verify|check|test)|testing\s+next|will\s+know\s+after)"
     r"(?:\s+[^.!?\n]{0,60})?)"
+    # … with a few words of when ("This is a guess at this stage;", "Haven't run anything to check this yet.")
+    r"(?:\s+(?:at\s+this\s+(?:stage|point)|so\s+far|for\s+now|yet|either|to\s+(?:check|verify|confirm|test)\s+(?:it|this|that)"
+    r"(?:\s+yet)?))?"
     r"(?=\s*(?:[.;,!)\]:\u2014\u2013]|$))",
     re.IGNORECASE | re.MULTILINE,
 )
@@ -1055,7 +1073,13 @@ def _claim_start(text: str, at: int) -> int:
 
 
 #: A participle right after a contrast word ("but waited on …"): the contrast joins parts of one claim.
-PARTICIPLE_AFTER = re.compile(r"\s+(?:(?:only|then|also|never|not)\s+)?[a-z]+ed\b(?!\s+(?:that|it|this)\b)")
+PARTICIPLE_AFTER = re.compile(
+    r"\s+(?:(?:only|then|also|never|not|still)\s+)?(?:[a-z]+ed\b(?!\s+(?:that|it|this)\b)"
+    # … or a verb that goes on with the claim's subject ("X starts the reduce in A but waits on it in B")
+    # (a verb, not a plural noun: what follows it is its object or an adverb, "but ranks clip" ends the claim)
+    r"|(?!(?:this|his|its|us|as|is|was|has|does|thus|plus|yes|less|unless|always|perhaps|towards|whereas)\b)[a-z]{2,}[^s\W]s"
+    r"(?=\s+(?:and|or|on|for|until|after|before|the|a|an|it|them|its|their|only|in|at|to|with|back|up|out)\b|\s+[`'\x22]))"
+)
 
 
 def _claim_end(text: str, at: int) -> tuple[int, bool]:
@@ -1082,7 +1106,7 @@ def _claim_end(text: str, at: int) -> tuple[int, bool]:
 
 #: What before an endorsing word negates it ("not confirmed", "nobody has confirmed it", "hasn't been verified").
 UNENDORSED = re.compile(
-    r"\b(?:not|never|no|nobody|no\s+one|none|neither)\b(?:\s+\w+){0,2}\s*$|n't(?:\s+\w+)?\s*$"
+    r"\b(?:not|never|no|nobody|no\s+one|none|neither)\b(?:\s+\w+){0,3}\s*$|n't(?:\s+\w+){0,3}\s*$"
     # an embedded question ("check whether he's right") endorses nothing
     r"|\b(?:whether|if)\s*$",
     re.IGNORECASE,
@@ -1338,18 +1362,47 @@ def _denied_sentence(text: str, at: int) -> bool:
 
 
 #: A predicate that denies its subject is the cause ("X is not why the ranks diverge", "X does not explain the
-#: mismatch", "X isn't what's causing it").
+#: mismatch", "X isn't what's causing it", "X is not the cause of the mismatch", "… are not the reason for the OOMs",
+#: "that isn't what's blocking this run").
 CAUSE_DENIED = re.compile(
     r"\b(?:(?:is|are|was|were)\s+not|isn't|aren't|wasn't|weren't)\s+(?:(?:the\s+)?reason\s+)?why\b"
     r"|\b(?:does|do|did|can|could)\s*(?:not|n't)\s+(?:really\s+)?(?:explain|account\s+for|cause)\b"
     r"|\b(?:cannot|can't)\s+(?:explain|account\s+for)\b"
-    r"|\b(?:(?:is|are|was|were)\s+not|isn't|aren't|wasn't|weren't)\s+(?:what(?:'s|\s+is)\s+)?(?:causing|behind|driving)\b",
+    r"|\b(?:(?:is|are|was|were)\s+not|isn't|aren't|wasn't|weren't)\s+(?:what(?:'s|\s+is)\s+)?(?:causing|behind|driving)\b"
+    r"|\b(?:(?:is|are|was|were)\s+not|isn't|aren't|wasn't|weren't)\s+the\s+(?:(?:root|real|actual|underlying)\s+)?(?:cause|"
+    r"reason|source|explanation|culprit|failure|problem|issue|bug)\b"
+    r"|\b(?:(?:is|are|was|were)\s+not|isn't|aren't|wasn't|weren't)\s+what(?:'s|\s+is|\s+was)?\s+(?:\w+ing|causes|caused|breaks|"
+    r"broke|blocks|blocked|happens|happened|going\s+on|wrong)\b",
     re.IGNORECASE,
 )
-#: What may follow such a predicate to the end of its sentence: a few words naming the symptom.
-CAUSE_TAIL = re.compile(r"[^:;\n]{0,80}?\W*", re.IGNORECASE)
-#: What ends the subject of such a predicate: a clause of its own ("…; X is not why", "… and X is not why").
-SUBJECT_BREAK = re.compile(r"[;]|\b(?:and|but|so|while|whereas|although|though|however|because|since)\b", re.IGNORECASE)
+#: What may follow such a predicate to the end of its sentence: a few words naming the symptom, then perhaps a
+#: reason after a dash ("… is not why the results differ — the root shard does not …").
+CAUSE_TAIL = re.compile(r"[^:;\n\u2014\u2013]{0,80}?(?:\s[\u2014\u2013-]+\s[^\n]*)?\W*", re.IGNORECASE)
+#: What may end the subject of such a predicate: a clause of its own ("…; X is not why", "… and X is not why",
+#: "…, so Y — that isn't the cause"). A contrast always does; the others only when the words after them, up to
+#: the predicate, hold no verb of their own (otherwise they open a clause inside the subject: "A holding B while C
+#: are retained, unpriced, is not why").
+SUBJECT_BREAK = re.compile(
+    r"(?P<strong>;|\b(?:but|however)\b)|\b(?:and|so|while|whereas|although|though|because|since)\b|\s[\u2014\u2013]\s|\s--?\s",
+    re.IGNORECASE,
+)
+#: A verb that makes the words it is in a clause of their own.
+FINITE = re.compile(
+    r"\b(?:is|are|was|were|has|have|had|does|do|did|can|could|will|would|should|may|might|must)\b|n't\b"
+    r"|\b(?:it|they|that|this|which|there|he|she|we|i)(?:'s|'re|'d|'ve|'ll)\b",
+    re.IGNORECASE,
+)
+#: A pronoun that stands for everything said before it ("…, so Y — that isn't the cause", "Yes, X; but this isn't why").
+RESUMPTIVE = re.compile(
+    r"\s*(?:that|this|it|which|these|those|both|all\s+(?:of\s+)?(?:that|this|it|these|those)|none\s+of\s+(?:that|this|it|"
+    r"these|those)|neither(?:\s+of\s+(?:them|these|those))?)(?:\s+(?:alone|one|part|bit|mechanism|path|effect))?\s*",
+    re.IGNORECASE,
+)
+#: A sentence that opens by conceding what it then dismisses ("Yes, X …, but that isn't what's blocking this run").
+CONCESSION = re.compile(
+    r"[\W_]*(?:yes|yeah|yep|sure|granted|true|admittedly|of\s+course|certainly|agreed|fair\s+enough|okay|ok)\b\s*[,:;\u2014\u2013-]",
+    re.IGNORECASE,
+)
 #: An aside inside a subject: between dashes or in brackets.
 ASIDE = re.compile(r"\s[\u2014\u2013]\s.*?\s[\u2014\u2013]\s|\s--?\s.*?\s--?\s|\([^()]*\)")
 
@@ -1357,7 +1410,9 @@ ASIDE = re.compile(r"\s[\u2014\u2013]\s.*?\s[\u2014\u2013]\s|\s--?\s.*?\s--?\s|\
 def _denied_as_cause(text: str, at: int, end: int) -> bool:
     """Whether the match ``[at, end)`` is (in) the subject of a predicate later in its sentence that denies it is
     the cause ("The ordering — where X — is not why training diverges here", "X (…) does not explain the
-    mismatch"): nothing but asides between the match and the predicate starts a clause of its own."""
+    mismatch", "A holding B while C are retained is not why these calls fail"), or in what a pronoun before such a
+    predicate stands for ("X, so Y — that isn't the cause of this failure"; after a concession, the whole sentence:
+    "Yes, X …; but that isn't what's blocking this run")."""
     begin, stop = _prose_sentence(text, at)
     # the predicate closes the sentence ("… is not why training diverges here."), not a denial of another cause
     # that opens it before the agent's own ("Float order is not why: the skip counts …")
@@ -1367,10 +1422,23 @@ def _denied_as_cause(text: str, at: int, end: int) -> bool:
         return False
     predicate = closing[-1]
     asides = [m.span() for m in ASIDE.finditer(text, begin, stop)]
-    for brk in SUBJECT_BREAK.finditer(text, at, predicate.start()):
-        if not any(a <= brk.start() < b for a, b in asides):
-            return False
-    return True
+    breaks = [b for b in SUBJECT_BREAK.finditer(text, begin, predicate.start())
+              if not any(a <= b.start() < z for a, z in asides)]  # fmt: skip
+    contrast = next((b for b in reversed(breaks) if b.group("strong")), None)
+    if text[begin : predicate.start()].rstrip().endswith(","):
+        # a comma between subject and predicate closes what was put inside the subject ("X, because Y, and so Z,
+        # is not the failure here"): the subject starts with the clause
+        return (contrast.end() if contrast else begin) <= at < predicate.start()
+    # the subject starts after the last break that opens a clause of its own
+    opens = [b for b in breaks if b.group("strong") or not FINITE.search(text, b.end(), predicate.start())]
+    last = opens[-1] if opens else None
+    subject = last.end() if last else begin
+    if last is not None and RESUMPTIVE.fullmatch(text, subject, predicate.start()):
+        if CONCESSION.match(text, begin):
+            return begin <= at < last.start()
+        before = next((b for b in reversed(breaks) if b.group("strong") and b.start() < last.start()), None)
+        return (before.end() if before else begin) <= at < last.start()
+    return subject <= at < predicate.start()
 
 
 def _denied_manner(text: str, at: int, end: int) -> bool:
@@ -1591,9 +1659,14 @@ class Withdrawal:
     begin: int = 0
 
 
+#: Struck-through text (``~~…~~``): the agent has crossed it out.
+STRUCK = re.compile(r"~~[^~\n]{1,2000}(?:\n[^~\n]{1,2000}){0,8}~~")
+
+
 def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> list[Withdrawal]:
-    """The statement's withdrawals, in order."""
-    found = []
+    """The statement's withdrawals, in order: struck-through text takes back what it holds."""
+    struck = zip(range(MAX_SCOPES), STRUCK.finditer(statement), strict=False)
+    found = [Withdrawal(m.start(), m.end(), False, m.start()) for _, m in struck]
     for kind, regex in (("retraction", RETRACTION), ("refutation", REFUTATION)):
         for match in regex.finditer(statement):
             # the clause ends at the punctuation a match may have consumed ("that was wrong. X": X stands)
@@ -1605,6 +1678,8 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
                 continue  # a withdrawal promised on a condition ("If the one-rank run is off too, I'll drop this")
             if _answers_a_question(statement, match):
                 continue  # "Q: Does anything complain?\nA: No." answers its question; it takes nothing back
+            if _unmet_obligation(statement, match):
+                continue  # "… should be halved like everything else; it isn't, so …": the code fails to, a finding
             if _value_of_code(statement, match.start()):
                 continue  # "… bound to `train.deterministic`, which is false": a setting's value, not a verdict
             begin = _sentence_start(statement, match.start())
@@ -1620,6 +1695,27 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
             )
             found.append(Withdrawal(match.start(), reach, wrong_only, begin if local else 0))
     return sorted(found, key=lambda w: w.start)
+
+
+#: An elliptical "it isn't" / "they don't" …
+ELLIPTICAL = re.compile(
+    r"[\W_]*(?:(?:but|and|so)\s+)?(?:it|that|this|they)\s+(?:isn't|is\s+not|wasn't|was\s+not|doesn't|does\s+not|didn't|"
+    r"did\s+not|aren't|are\s+not|don't|do\s+not|weren't|were\s+not)\s*",
+    re.IGNORECASE,
+)
+#: … after what the code should do: it says the code does not, not that a claim is false.
+OBLIGATION = re.compile(
+    r"\b(?:should|ought\s+to|(?:is|are)\s+supposed\s+to|must|needs?\s+to|meant\s+to|expected\s+to)\b", re.IGNORECASE
+)
+
+
+def _unmet_obligation(text: str, match: re.Match[str]) -> bool:
+    """Whether ``match`` is an elliptical "it isn't" after what something should do in its sentence ("The expert
+    gradient … should be halved like everything else; it isn't, so it's 2x too large")."""
+    return bool(
+        ELLIPTICAL.fullmatch(match.group(0))
+        and OBLIGATION.search(text, _prose_sentence(text, match.start())[0], match.start())
+    )
 
 
 #: The "No" of an answer in a question-and-answer layout ("Q: Does anything complain?" / "A: No. …").
