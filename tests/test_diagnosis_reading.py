@@ -590,3 +590,49 @@ def test_reported_claims_with_attachments_and_continuations(statement: str, expe
 def test_struck_text_elliptical_findings_and_disclaimers(statement: str, expected: bool, hypothesis: bool) -> None:
     verdict = RubricJudge().judge(statement, RUBRIC)
     assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # reported claims: "Per <document>,", "<Name>'s take (from standup):", "His reading:", a message, a document
+        # found "while searching", a numbered thread named in words
+        ("Per the bug report filed by the platform team, the planner misses the head: three buffers, while the "
+         "checkpoint inputs stay live. I haven't checked it.", False, False),
+        ("Jonas's take (from standup): the planner misses the head: three buffers, while the checkpoint inputs stay "
+         "live. I'm not signing off on it yet.", False, False),
+        ("Marco thinks the planner is off. His reading: the planner misses the head: three buffers, while the "
+         "checkpoint inputs stay live. I haven't checked his claim.", False, False),
+        ("Marco pinged me saying the planner misses the head: three buffers, while the checkpoint inputs stay live. "
+         "That's his reading; I haven't looked.", False, False),
+        ("A forum issue I found while searching blames this: the planner misses the head: three buffers, while the "
+         "checkpoint inputs stay live. Whether it applies here I can't say.", False, False),
+        ("The DeepSpeed PR #7985 thread says the planner misses the head: three buffers, while the checkpoint inputs "
+         "stay live. That's an upstream bug; I'm not treating it as ours.", False, False),
+        # attack: "per rank" is no document
+        ("Per rank, the planner misses the head: three buffers, while the checkpoint inputs stay live.", True, True),
+        # refutations and retractions
+        (CORRECT + " The cause is somewhere else.", False, False),
+        ("I had written: \"" + CORRECT + "\" I no longer stand by that.", False, False),
+        ("Withdrawing what I posted earlier (\"" + CORRECT + "\"). After rerunning, that explanation doesn't hold.",
+         False, False),
+        ("Suspected: " + CORRECT + "\n\nPricing the head and rerunning: still OOMs at the same point. So it isn't "
+         "the planner; reverted.", False, False),
+        # attack: ruling out other candidates with no experiment takes nothing back
+        (CORRECT + " So it isn't the allocator, the data or the seed: the planner misses the head.", True, True),
+        # a hedge with an aside, a disclaimer naming what was not done
+        ("It might be — I haven't run anything to show it — that the planner misses the head: three buffers, while "
+         "the checkpoint inputs stay live.", False, True),
+        ("I suspect the planner misses the head. Three buffers, while the checkpoint inputs stay live. Haven't "
+         "instrumented it yet.", False, True),
+        # a named proposition that "does not describe" the bug; a concession that is then dismissed
+        ("The claim that the planner misses the head, with three buffers while the checkpoint inputs stay live, does "
+         "not describe this bug.", False, False),
+        ("The planner missing the head isn't what breaks these calls. Even granting that the planner misses the head "
+         "with three buffers while the checkpoint inputs stay live, the difference would be far below what we see.",
+         False, False),
+    ],
+)  # fmt: skip
+def test_round_twelve_reports_refutations_and_concessions(statement: str, expected: bool, hypothesis: bool) -> None:
+    verdict = RubricJudge().judge(statement, RUBRIC)
+    assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)

@@ -175,7 +175,8 @@ RETRACTION = re.compile(
     r"|\b(?:the\s+above|my|this|that|the)\s+(?:earlier\s+|previous\s+|first\s+|initial\s+)?(?:theory|hypothesis|"
     r"diagnosis|explanation|analysis|reading|guess|idea|claim|conclusion|note)\s+(?:is|was)\s+(?:wrong|incorrect|false|"
     r"mistaken|disproved|disproven|refuted|ruled\s+out|not\s+right|not\s+correct|untrue|not\s+true)\b"
-    r"|\bi\s+no\s+longer\s+(?:think|believe)\b|\bon\s+second\s+thoughts?\b|\bturn(?:s|ed)\s+out\s+to\s+be\s+wrong\b"
+    r"|\bi\s+no\s+longer\s+(?:think|believe|stand\s+by|hold|buy)\b|\b(?:withdrawing|retracting)\s+what\s+(?:i|we)\s+(?:said|wrote|"
+    r"posted|claimed|suggested|proposed)\b|\bon\s+second\s+thoughts?\b|\bturn(?:s|ed)\s+out\s+to\s+be\s+wrong\b"
     r"|\bcorrection\s*:|\bno,?\s+wait\b|\bi\s+misread\b|\bmy\s+bad\b|\bturns?\s+out\s+i\s+(?:misread|misunderstood|was)\b"
     r"|\b(?:retract|withdraw)(?:ing|ed|n)?\s+(?:this|that|it|them|these|those|the\s+above|all\s+of\s+(?:this|that)|my\s+\w+)\b"
     r"|\b(?:retract|withdraw)(?:ing|ed|n)?\s+(?:both|all|each|every|the|these|those)\s+(?:\w+\s+){0,2}?(?:bullets?|points?|"
@@ -221,6 +222,9 @@ PAST_BELIEF = re.compile(
     # round 8: "I was worried that X", "I said an hour ago that X", "I said the grads were …" (not "As I said")
     r"|\b(?:i|we)\s+(?:was|were|had\s+been)\s+(?:worried|concerned|afraid)\s+(?:that|about)\b"
     r"|(?<!\bas\s)\b(?:i|we)\s+(?:had\s+)?said\b(?!\s+(?:so|no|yes|nothing)\b)"
+    # round 12: "I had written: "X"" (not "I wrote a probe")
+    r"|\b(?:i|we)\s+(?:had\s+)?(?:written|wrote)\b(?!\s+(?:a|an|the|some|this|that|my|our)\s+(?:\w+\s+)?(?:test|probe|script|"
+    r"patch|fix|check|repro|reproducer|harness|hook|tool|program|function|loop|version|change)s?\b)"
     # "First guess was that X", "Initial theory: X" (no "my")
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:first|initial|original|earlier)\s+(?:guess|thought|theory|hypothesis|read|idea|"
     r"suspicion|hunch|instinct|take)\s*(?:was\b|:)",
@@ -241,6 +245,9 @@ REFUTATION = re.compile(
     r"|\b(?:that's|that\s+is|that\s+was|this\s+is|this\s+was|which\s+is)\s+not\s+(?:the|our|what)\s+(?:issue|cause|problem|"
     r"culprit|bug|explanation|mechanism|failure|happening|happens|happened)\b"
     r"|\b(?:that|this|it)\s+(?:isn't|wasn't|is\s+not|was\s+not)\s+(?:true|correct|right)\b"
+    # "The cause is somewhere else.", "…; something else is going on"
+    r"|\bthe\s+(?:real\s+)?(?:cause|problem|bug|culprit|issue)\s+(?:is|lies|must\s+be|has\s+to\s+be)\s+(?:somewhere\s+else|"
+    r"elsewhere)\b|\bsomething\s+else\s+(?:is|must\s+be)\s+(?:going\s+on|happening|at\s+play|the\s+cause|causing\s+(?:it|this))\b"
     # "This isn't the cause.", "that isn't why", "which wasn't what's breaking it"
     r"|\b(?:that|this|which|it)\s+(?:isn't|wasn't|is\s+not|was\s+not)\s+(?:the\s+(?:root\s+|real\s+|actual\s+)?(?:cause|reason|"
     r"culprit|explanation|issue|problem|bug|mechanism|failure)\b|why\b|what(?:'s|\s+is|\s+was)?\s+(?:\w+ing|causes|caused|breaks|"
@@ -335,7 +342,8 @@ REFUTATION = re.compile(
     # of its clause: "it doesn't happen for the last micro-batch" is a claim)
     r"|\b(?:that|this|it|which)\s+(?:can't|cannot|can\s+not|couldn't|could\s+not)\s+(?:possibly\s+)?be\b(?!\s+(?:that|ruled|excluded|"
     r"the\s+case\s+that)\b)(?=\s*(?:[,.;:!?\u2014\u2013)]|\s-\s|$|because|since|as\b|given|what|how|right|true|correct|so\b|it\b|"
-    r"here|the\s+(?:case|cause|reason|problem|issue|explanation|culprit|bug|mechanism|story)))"
+    r"here|the\s+(?:case|cause|reason|problem|issue|explanation|culprit|bug|mechanism|story|term|source|factor|thing|part|piece|"
+    r"one|driver)))"
     r"|\b(?:that|this|it)(?:'s|\s+is|\s+was)\s+(?:simply\s+|just\s+|definitely\s+|clearly\s+|really\s+)?not\s+(?:so|happening|"
     r"what(?:'s|\s+is)\s+happening)\b(?!\s+that\b)|\b(?:that|this|it)\s+(?:isn't|wasn't)\s+(?:so|happening)\b(?!\s+that\b)"
     r"|\b(?:that|this|it)\s+(?:doesn't|does\s+not|didn't|did\s+not|won't|will\s+not)\s+(?:happen|hold(?:\s+up|\s+water)?|apply|"
@@ -449,6 +457,9 @@ PROSE_SENTENCE_END = re.compile(
     r"[!?](?!=)|" + _ABBR + r"[.][\x22\u201d\u2019]*(?=\s|$)|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)"
 )
 MODAL = re.compile(r"\b(?:were|would|could|might|likely|probably)\b", re.IGNORECASE)
+#: A sentence that concedes what it goes on to dismiss ("Even granting that X, the difference would be …"): what
+#: it grants is neither claimed nor put forward.
+GRANTING = re.compile(r"[\W_]*(?:even\s+)?(?:granting|granted|conceding|admitting)\s+that\b", re.IGNORECASE)
 #: A counterfactual with its condition after it ("X would make Y if accumulation were above 1").
 COUNTERFACTUAL = re.compile(
     r"\bwould\b[^.;!?]{0,200}?\bif\s+(?:\w+\s+){1,6}?(?:were|had\s+been|was\s+ever|did)\b", re.IGNORECASE
@@ -612,7 +623,7 @@ _DOCUMENT = (
 _CLAIM_NOUN = (
     r"(?:theory|claim|hypothesis|diagnosis|explanation|note|notes|message|comment|summary|write-?up|take|"
     r"reading|conclusion|suggestion|guess|idea|analysis|argument|position|view|story|answer|report|post|"
-    r"review|assessment|finding|suspicion|proposal|verdict)"
+    r"review|assessment|finding|suspicion|proposal|verdict|ticket|issue|thread|todo)"
 )
 #: A capitalised name starting a clause ("Priya says"); determiners, pronouns and libraries are not names.
 _NAME = (
@@ -633,7 +644,7 @@ _WHEN = r"(?:last\s+\w+'s|yesterday's|previous|earlier)"
 _OTHER = (
     rf"(?:(?:{_NAME}|(?:he|she|they|someone|somebody|people|others|everyone)|"
     rf"(?:a|an|one|another|my|our|the|some|their|his|her|this|that|{_WHEN})\s+(?:[\w-]+\s+){{0,2}}?{_PERSON}"
-    rf"|(?:a|an|one|another|the|some|their|his|her|this|that|{_WHEN})\s+(?:[\w-]+\s+){{0,2}}?{_DOCUMENT}"
+    rf"|(?:a|an|one|another|the|some|their|his|her|this|that|{_WHEN})\s+(?:[#\w.-]+\s+){{0,3}}?{_DOCUMENT}"
     # a numbered report ("Issue #23986 says", "PR 8624 claims")
     r"|(?:[\w-]+\s+)?(?:issue|pr|pull\s+request|ticket|bug)\s*#?\d+"
     # … or a tracker's key ("JIRA MOE-212 claims", "SIM-233 says")
@@ -652,7 +663,8 @@ _REPORT = (
     r"argues?|argued|insists?|insisted|guess(?:es|ed)?|blames?|blamed|assumes?|assumed|reckons?|reckoned|"
     r"wrote|writes|reports?|reported|asserts?|asserted|states?|stated|maintains?|maintained|contends?|contended|"
     r"hypothesi[sz]e[sd]?|suspects?|suspected|mentions?|mentioned|posted|posits?|posited|concludes?|concluded|"
-    r"speculates?|speculated|theori[sz]e[sd]?|alleges?|alleged|told\s+(?:me|us)|(?:is|was|are|were)\s+"
+    r"speculates?|speculated|theori[sz]e[sd]?|alleges?|alleged|told\s+(?:me|us)|"
+    r"(?:pinged|messaged|emailed|texted|dm'?d|slacked|wrote\s+to)\s+(?:me|us)(?:\s+(?:saying|to\s+say|that))?|(?:is|was|are|were)\s+"
     r"(?:convinced|sure|certain|adamant)|swears|swore|puts?\s+it\s+down\s+to|pins?\s+it\s+on|pinned\s+it\s+on|"
     r"attribute[sd]?\s+(?:it|this|that|the\s+\w+)\s+to|reads?\s+(?:it|this|that)\s+as|"
     # round 10: "the bot commented", "flagged X as", "#1801 describes", "connect it to", "answered … with", "left a
@@ -672,12 +684,15 @@ ATTRIBUTION = re.compile(
     r"(?:(?<=^)|(?<=\n)|(?<=[.!?;:,(\u201c\x22>*-]\s)|(?<=[(\u201c\x22])|(?<=\band\s)|(?<=\bbut\s)|(?<=\bwhile\s)|(?<=\bwhereas\s)|(?<=\bthough\s)"
     # what the agent came upon ("I came across issue #1256, which reports that X")
     r"|(?<=\bacross\s)|(?<=\bfound\s)|(?<=\bsaw\s)|(?<=\bread\s)|(?<=\bupon\s)|(?<=\binto\s))"
-    rf"[\W_]*(?:(?<!\bas\s)(?<!\blike\s){_OTHER}(?:\s+(?:i|we)\s+(?:found|saw|read|came\s+across|got|dug\s+up))?"
+    rf"[\W_]*(?:(?<!\bas\s)(?<!\blike\s){_OTHER}(?:\s+(?:i|we)\s+(?:found|saw|read|came\s+across|got|dug\s+up)"
+    r"(?:\s+(?:while|when)\s+\w+ing|\s+(?:earlier|yesterday|online|upstream|today))?)?"
     rf"(?:\s*,?\s+which)?\s+{_REPORT_ADVERB}{_REPORT}\b(?:\s+that\b)?"
     rf"|(?:{_NAME}|{_OTHER})'s\s+(?:[\w-]+\s+){{0,2}}?{_CLAIM_NOUN}\b(?:\s+(?:on|in|from|at)\s+(?:the\s+)?[\w-]+)?"
-    r"(?:\s*:|\s+(?:is|was)\b(?!\s+(?:\w+\s+)?(?:right|correct|spot\s+on|accurate|wrong|mistaken|false)\b)(?:\s+that\b)?"
+    r"(?:\s*\([^()\n]{1,40}\))?(?:\s*:|\s+(?:is|was)\b(?!\s+(?:\w+\s+)?(?:right|correct|spot\s+on|accurate|wrong|mistaken|false)\b)(?:\s+that\b)?"
     r"|\s+(?:says?|said|reads?|claims?|goes|went)\b(?:\s+that\b)?)"
     r"|according\s+to\s+(?:[\w'.-]+\s+){0,4}?[\w'.-]+\s*[,:]"
+    rf"|(?:per|according\s+to)\s+(?!(?:my|our|the\s+above)\b)(?=[^,:;.!?\n]{{0,70}}?\b(?:{_PERSON}|{_DOCUMENT})\b)[^,:;.!?\n]{{1,70}}?\s*[,:]"
+    rf"|(?:his|her|their)\s+(?:[\w-]+\s+){{0,2}}?{_CLAIM_NOUN}\s*(?:\([^()\n]{{1,40}}\)\s*)?:"
     rf"|(?:(?:a|the|my|our|one)\s+)?{_PERSON}\s*:(?=\s)"
     r"|(?:quoting|citing|paraphrasing)\s+[^:\n.!?]{1,60}?:"
     r"|(?:quoting|from|per|citing)\s+(?:the\s+|a\s+|an\s+|our\s+|my\s+)?(?:[\w-]+\s+){0,2}?"
@@ -802,7 +817,9 @@ TENTATIVE = re.compile(
     r"|\bmy\s+(?:\w+\s+){0,2}?(?:hypothesis|theory|guess|suspicion|hunch|bet|conjecture|working\s+assumption)\s+"
     r"(?:is|was|would\s+be|here\s+is)\b"
     r"|(?:^|(?<=[\n.!?:;,(]\s)|(?<=[\n(]))[\W_]*(?:(?:or|and|but|so)\s+)?(?:maybe|perhaps|possibly|conceivably|plausibly)\b"
-    r"|\b(?:it|this|that)\s+(?:might|may|could)\s+(?:well\s+|possibly\s+)?be\s+(?:that|because|due\s+to|caused\s+by)\b"
+    # … with an aside before its "that" ("It might be — I haven't run anything to show it — that X")
+    r"|\b(?:it|this|that)\s+(?:might|may|could)\s+(?:well\s+|possibly\s+)?be\s+(?:[\u2014\u2013]\s[^\u2014\u2013\n]{1,100}\s[\u2014\u2013]\s+"
+    r"|--?\s[^\n]{1,100}?\s--?\s+|\([^()\n]{1,100}\)\s+)?(?:that|because|due\s+to|caused\s+by)\b"
     r"|\b(?:might|could|may)\s+(?:possibly\s+|well\s+)?be\s+(?:because|due\s+to|caused\s+by)\b"
     r"|(?:^|(?<=[\n.!?:;]\s)|(?<=\n))[\W_]*(?:could|might|may)\s+(?:well\s+)?be\s+(?:that|the|a|an)\b"
     r"|\b(?:one|a|another|the)\s+(?:possible|plausible|candidate|potential)\s+(?:explanation|cause|reason|mechanism|"
@@ -837,7 +854,7 @@ UNVERIFIED = re.compile(
     r"|\b(?:this|that|it|the\s+(?:hypothesis|theory|idea|claim|diagnosis|explanation|guess))\s+(?:is|remains)\s+"
     r"(?:still\s+|as\s+yet\s+)?un(?:verified|confirmed|tested|proven)"
     r"|\b(?:haven't|have\s+not|hasn't|has\s+not|didn't|did\s+not)\s+(?:yet\s+)?(?:verified|confirmed|tested|checked|"
-    r"run|measured|proven|probed)(?:\s+(?:this|that|it|anything|any\s+of\s+(?:this|it)))?(?:\s+yet)?"
+    r"run|measured|proven|probed|instrumented|traced|profiled|reproduced|logged)(?:\s+(?:this|that|it|anything|any\s+of\s+(?:this|it)))?(?:\s+yet)?"
     r"|\bneeds?\s+(?:checking|confirming|confirmation|verification|verifying|testing)"
     r"|\b(?:needs?\s+to\s+be|remains?\s+to\s+be|has\s+yet\s+to\s+be|to\s+be)\s+(?:verified|confirmed|checked|tested)"
     r"|\byet\s+to\s+(?:be\s+)?(?:verif\w*|confirm\w*|test\w*|check\w*)"
@@ -863,7 +880,7 @@ UNVERIFIED = re.compile(
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:will|going\s+to|to)\s+(?:confirm|verify|check|test)|testing\s+next|will\s+know\s+after)"
     r"(?:\s+[^.!?\n]{0,60})?)"
     # … with a few words of when ("This is a guess at this stage;", "Haven't run anything to check this yet.")
-    r"(?:\s+(?:at\s+this\s+(?:stage|point)|so\s+far|for\s+now|yet|either|to\s+(?:check|verify|confirm|test)\s+(?:it|this|that)"
+    r"(?:\s+(?:at\s+this\s+(?:stage|point)|so\s+far|for\s+now|yet|either|to\s+(?:check|verify|confirm|test|show|prove)\s+(?:it|this|that)"
     r"(?:\s+yet)?))?"
     r"(?=\s*(?:[.;,!)\]:\u2014\u2013]|$))",
     re.IGNORECASE | re.MULTILINE,
@@ -1212,6 +1229,8 @@ def _reading(pattern: re.Pattern[str], match: re.Match[str], view: View, at: Ass
         return held
     if _answered_no(view.text, match.start()):
         return "denied"
+    if GRANTING.match(view.text, _prose_sentence(view.text, match.start())[0]):
+        return "open"  # "Even granting that X, the difference would be far below what we see": X only conceded
     if _hypothetical(view.text, match.start()) and not voiced:
         return "hypothesised"
     if _reported_past(view.text, match.start(), match.end()) and not found.confirmed_after(at.start):
@@ -1615,7 +1634,7 @@ PROPOSITION = re.compile(
 #: … whose own predicate, later in its sentence, calls it false ("… is incorrect for this workspace", "… doesn't hold").
 PROPOSITION_FALSE = re.compile(
     r"\b(?:is|was|are|were)\s+(?:\w+\s+)?(?:incorrect|wrong|false|mistaken|untrue|unfounded|not\s+(?:true|correct|right|"
-    r"the\s+case))\b|\b(?:does\s+not|doesn't|did\s+not|didn't)\s+(?:hold|stand\s+up)\b",
+    r"the\s+case))\b|\b(?:does\s+not|doesn't|did\s+not|didn't)\s+(?:hold|stand\s+up|describe|apply\s+to|explain|match)\b",
     re.IGNORECASE,
 )
 
@@ -1659,6 +1678,16 @@ class Withdrawal:
     begin: int = 0
 
 
+#: A verdict naming what it rules out ("So it isn't the ordering; reverted."): after an experiment that changed
+#: nothing it is about the hypothesis the experiment tested; elsewhere it may rule out any candidate ("So it isn't
+#: the optimizer, the router or the data: …") and takes nothing back.
+NULL_VERDICT = re.compile(
+    r"\b(?:so|then|hence|therefore|thus)\s*,?\s+(?:it|that|this)\s+(?:isn't|wasn't|is\s+not|was\s+not)\s+(?:the\s+)?"
+    r"[\w-]+(?:\s+[\w-]+)?\s*(?=[.;!]|$)",
+    re.IGNORECASE,
+)
+#: How far before such a verdict the experiment is looked for.
+NULL_VERDICT_REACH = 300
 #: Struck-through text (``~~…~~``): the agent has crossed it out.
 STRUCK = re.compile(r"~~[^~\n]{1,2000}(?:\n[^~\n]{1,2000}){0,8}~~")
 
@@ -1667,8 +1696,11 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
     """The statement's withdrawals, in order: struck-through text takes back what it holds."""
     struck = zip(range(MAX_SCOPES), STRUCK.finditer(statement), strict=False)
     found = [Withdrawal(m.start(), m.end(), False, m.start()) for _, m in struck]
-    for kind, regex in (("retraction", RETRACTION), ("refutation", REFUTATION)):
+    for kind, regex in (("retraction", RETRACTION), ("refutation", REFUTATION), ("verdict", NULL_VERDICT)):
         for match in regex.finditer(statement):
+            tested = NULL_RESULT.search(statement, max(0, match.start() - NULL_VERDICT_REACH), match.start())
+            if kind == "verdict" and not tested:
+                continue
             # the clause ends at the punctuation a match may have consumed ("that was wrong. X": X stands)
             stop = WITHDRAWAL_END.search(statement, match.start() + len(match.group(0).rstrip(" .;:!,\u2014\u2013-")))
             reach = stop.start() if stop else len(statement)
