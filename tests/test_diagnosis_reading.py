@@ -636,3 +636,72 @@ def test_struck_text_elliptical_findings_and_disclaimers(statement: str, expecte
 def test_round_twelve_reports_refutations_and_concessions(statement: str, expected: bool, hypothesis: bool) -> None:
     verdict = RubricJudge().judge(statement, RUBRIC)
     assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # an adverb "yet" closing its clause is no contrast: the "I suspect" scope goes on
+        ("I suspect, though I haven't verified it with a run yet, that the planner misses the head: three buffers, "
+         "while the checkpoint inputs stay live.", False, True),
+        # a denied subject with a call in its bracket, "the mechanism behind", "what makes", a reason after a colon
+        ("The planner missing the head (three buffers(), while the checkpoint inputs stay live, so it fails) is not "
+         "why these calls OOM.", False, False),
+        (CORRECT[:-1] + " — that is not the mechanism behind these failures.", False, False),
+        ("The planner misses the head with three buffers while the checkpoint inputs stay live, which is not what "
+         "makes these calls fail.", False, False),
+        ("The planning is not why these calls OOM: that the planner misses the head, with three buffers while the "
+         "checkpoint inputs stay live, is not the mechanism here.", False, False),
+        # reported claims
+        ("The comment in head.py names three buffers, and a note someone left on the planner claims the planner "
+         "misses the head while the checkpoint inputs stay live. I can't say whether it's right.", False, False),
+        ("A reviewer annotated it: \"" + CORRECT + "\" I'm just noting the annotation.", False, False),
+        ("A forum thread on FSDP + GradScaler claims the planner misses the head: three buffers, while the "
+         "checkpoint inputs stay live. It might not apply to us.", False, False),
+        ("Someone in the team channel linked issue #1256 and says the planner misses the head: three buffers, while "
+         "the checkpoint inputs stay live. That's their read.", False, False),
+        ("There's a note in an old upstream issue that says the planner misses the head: three buffers, while the "
+         "checkpoint inputs stay live. I haven't looked into it.", False, False),
+        ("Found a forum thread where someone with a custom planner says the planner misses the head: three buffers, "
+         "while the checkpoint inputs stay live. Their setup isn't ours.", False, False),
+        # refutations: "that's not why", "So it's not X" after a rerun that left the gap
+        (CORRECT + " I looked at it and that's not why these calls fail.", False, False),
+        ("Thought I had it: " + CORRECT + "\n\nI priced the head and reran: the peaks were still ~15% apart. So it's "
+         "not the planner.", False, False),
+        # disclaimers
+        (CORRECT + " Looks likely from reading, but I want a run that shows the peak before I call it.", False, True),
+        ("I suspect the planner. " + CORRECT + " Need to dump the allocator trace to confirm.", False, True),
+        # attack: a finished measurement is no disclaimer
+        ("I dumped the allocator trace to confirm: " + CORRECT, True, True),
+    ],
+)  # fmt: skip
+def test_round_thirteen_contrasts_denials_reports_and_disclaimers(
+    statement: str, expected: bool, hypothesis: bool
+) -> None:
+    verdict = RubricJudge().judge(statement, RUBRIC)
+    assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # a value in a condition is no verdict; a verdict concluded from a conditional is one
+        ("The planner has a flag for the head. When it's false, the planner misses the head: three buffers, while "
+         "the checkpoint inputs stay live.", True, True),
+        ("Candidate: " + CORRECT + "\n\nTested with the head priced: still OOMs. If the planner were the cause the "
+         "priced run would fit, so it's not that.", False, False),
+        # "Nothing in X charges for Y" omits Y; "the fact that Y" presupposes Y
+        ("The planner misses the head. Nothing in the estimate charges for three buffers, and neither does the fact "
+         "that the checkpoint inputs stay live change the price.", True, True),
+        # documents in files
+        ("The comment in head.py says the planner misses the head: three buffers, while the checkpoint inputs stay "
+         "live. I can't say whether it's right.", False, False),
+        ("The module docstring says the planner misses the head: three buffers, while the checkpoint inputs stay "
+         "live. I didn't evaluate it.", False, False),
+        # a disclaimer saying how it was not checked
+        (CORRECT + " I haven't confirmed it by comparing the peaks yet.", False, True),
+    ],
+)  # fmt: skip
+def test_round_thirteen_conditions_omissions_and_documents(statement: str, expected: bool, hypothesis: bool) -> None:
+    verdict = RubricJudge().judge(statement, RUBRIC)
+    assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)

@@ -59,9 +59,17 @@ OMISSION = re.compile(
     r"\s+(?:(?:even|really|actually|properly|correctly)\s+)?(?:account(?:s|ed)?\s+for|pric(?:e|es|ed)|"
     r"charg(?:e|es|ed)|budget(?:s|ed)?\s+for|reserv(?:e|es|ed)\s+(?:memory\s+|room\s+)?for|"
     r"consider(?:s|ed)?(?:\s+(?:that|the\s+fact\s+that))?|take(?:s|n)?\s+into\s+account|factor(?:s|ed)?\s+in|"
-    r"allow(?:s|ed)?\s+for|count(?:s|ed)?|includ(?:e|es|ed)|cover(?:s|ed)?|reflect(?:s|ed)?|"
+    r"allow(?:s|ed)?\s+for|count(?:s|ed)?|includ(?:e|es|ed)|cover(?:s|ed)?|reflect(?:s|ed)?|appear(?:s|ed)?\s+in|"
     # "it has no notion that X", "no idea of X", "no term for X": the subject is unaware of X, which holds
     r"(?:notion|idea|knowledge|awareness|concept)\s+(?:that|of)|(?:term|model|line)\s+for)\b",
+    re.IGNORECASE,
+)
+#: "the fact that X" presupposes X whatever negates it ("… neither does the fact that X", "ignores the fact that X").
+FACT_THAT = re.compile(r"\bthe\s+fact\s+that\b", re.IGNORECASE)
+#: "Nothing in the planner charges for X": the omission verb after a place ("in the planner") leaves X asserted too.
+NOTHING = re.compile(r"nothing|none|no\s+one|nobody", re.IGNORECASE)
+NOTHING_IN = re.compile(
+    r"\s+(?:in|of|inside|within)\s+(?:the\s+|our\s+|its\s+|this\s+)?[\w.`'-]+(?:\s+[\w.`'-]+)?" + OMISSION.pattern,
     re.IGNORECASE,
 )
 #: The agent (or its team) as the subject of a negated omission verb: "I don't consider that X" doubts X,
@@ -149,6 +157,7 @@ NULL_RESULT = re.compile(
     r"\b(?:made|makes|make)\s+(?:no|zero)\s+(?:\w+\s+)?(?:difference|change|effect|impact)\b|\bno\s+(?:difference|change|"
     r"effect)\b|\b(?:didn't|did\s+not|doesn't|does\s+not)\s+(?:change|move|improve|budge)\b|\bunchanged\b|\bunaffected\b"
     r"|\b(?:same|identical)\s+(?:failure|error|numbers|values|results?|outcome|curves?|amount|point|byte\s+count|as\s+before)\b"
+    r"|\bstill\s+(?:~?\s*[\d.]+\s*%?\s+)?(?:apart|off|wrong|different|broken|present)\b"
     r"|\bas\s+before\b|\bstill\s+(?:differ|diverge|drift|fail|crash|OOM|mismatch|disagree|show|stayed?|sits?|agree)\w*"
     r"|\b(?:stayed|remained|stays|remains)\s+(?:at|the\s+same|identical|unchanged|put)\b|\bby\s+nothing\b|"
     r"\bnothing\s+(?:measurable|changed|moved|improved)\b",
@@ -245,6 +254,7 @@ REFUTATION = re.compile(
     r"|\b(?:that's|that\s+is|that\s+was|this\s+is|this\s+was|which\s+is)\s+not\s+(?:the|our|what)\s+(?:issue|cause|problem|"
     r"culprit|bug|explanation|mechanism|failure|happening|happens|happened)\b"
     r"|\b(?:that|this|it)\s+(?:isn't|wasn't|is\s+not|was\s+not)\s+(?:true|correct|right)\b"
+    r"|\b(?:that|this|it)(?:'s|\s+is|\s+was)\s+not\s+why\b"
     # "The cause is somewhere else.", "…; something else is going on"
     r"|\bthe\s+(?:real\s+)?(?:cause|problem|bug|culprit|issue)\s+(?:is|lies|must\s+be|has\s+to\s+be)\s+(?:somewhere\s+else|"
     r"elsewhere)\b|\bsomething\s+else\s+(?:is|must\s+be)\s+(?:going\s+on|happening|at\s+play|the\s+cause|causing\s+(?:it|this))\b"
@@ -575,7 +585,9 @@ SENTENCE_DENIAL = re.compile(
 #: compare within the claim.
 #: A leading adverbial phrase before a sentence's denial ("Contrary to what the ticket says, …").
 LEADING_PHRASE = re.compile(r"[\W_]*[A-Za-z][^,.;:!?\n]{0,60},\s*")
-CONTRAST = re.compile(r"\b(?:but|however|yet|instead(?!\s+of\b)|rather(?!\s+than\b))\b|;", re.IGNORECASE)
+CONTRAST = re.compile(
+    r"\b(?:but|however|yet(?!\s*(?:[,.;:!?)\u2014\u2013]|$))|instead(?!\s+of\b)|rather(?!\s+than\b))\b|;", re.IGNORECASE
+)
 #: What the agent still has to find out ("check whether …").
 OPEN_QUESTION = re.compile(
     r"\b(?:check|verify|test|see|confirm|find\s+out|determine)\w*\s+(?:(?:next|first|now|again|later|still|also|then|"
@@ -615,7 +627,7 @@ _PERSON = (
 )
 #: What other people write ("the ticket says"); "my notes say" is the agent's own, so no "my"/"our" here.
 _DOCUMENT = (
-    r"(?:todo|fixme|thread|channel|ticket|issue(?:\s+thread)?|bug\s+report|report|note|notes|message|post|comment|write-?up|"
+    r"(?:todo|fixme|docstring|thread|channel|ticket|issue(?:\s+thread)?|bug\s+report|report|note|notes|message|post|comment|write-?up|"
     r"post-?mortem|pr(?:\s+description)?|pull\s+request|review|handoff|hand-off|slack(?:\s+thread)?|email|"
     r"memo|draft|summary|analysis|answer|reply|handover|hand-?over\s+notes?)"
 )
@@ -652,7 +664,7 @@ _OTHER = (
     # … or a project's numbered report ("pytorch#75870 says", "DeepSpeed #1801 describes")
     r"|[\w.-]+\s*#\d+)"
     rf"(?:\s+(?:(?:attached|linked|filed|posted|opened|left|written|pinned)\s+(?:to|in|on|by|against|under)|on|in|from|at|of|for|"
-    rf"about|with)\s+(?:the\s+|our\s+|my\s+|a\s+|this\s+)?(?:[\w-]+\s+){{0,2}}?[#\w-]+){{0,2}}"
+    rf"about|with)\s+(?:the\s+|our\s+|my\s+|a\s+|this\s+)?(?:[\w+&-]+\s+){{0,2}}?[#\w+&-]+(?:\.[\w-]+)*){{0,2}}"
     # … and a parenthetical after it ("The upstream issue (#34242) claims")
     r"(?:\s*\([^()\n]{1,40}\))?)"
 )
@@ -664,7 +676,8 @@ _REPORT = (
     r"wrote|writes|reports?|reported|asserts?|asserted|states?|stated|maintains?|maintained|contends?|contended|"
     r"hypothesi[sz]e[sd]?|suspects?|suspected|mentions?|mentioned|posted|posits?|posited|concludes?|concluded|"
     r"speculates?|speculated|theori[sz]e[sd]?|alleges?|alleged|told\s+(?:me|us)|"
-    r"(?:pinged|messaged|emailed|texted|dm'?d|slacked|wrote\s+to)\s+(?:me|us)(?:\s+(?:saying|to\s+say|that))?|(?:is|was|are|were)\s+"
+    r"(?:pinged|messaged|emailed|texted|dm'?d|slacked|wrote\s+to)\s+(?:me|us)(?:\s+(?:saying|to\s+say|that))?|"
+    r"annotat(?:e|es|ed)(?:\s+(?:it|this|that|the\s+\w+))?|(?:is|was|are|were)\s+"
     r"(?:convinced|sure|certain|adamant)|swears|swore|puts?\s+it\s+down\s+to|pins?\s+it\s+on|pinned\s+it\s+on|"
     r"attribute[sd]?\s+(?:it|this|that|the\s+\w+)\s+to|reads?\s+(?:it|this|that)\s+as|"
     # round 10: "the bot commented", "flagged X as", "#1801 describes", "connect it to", "answered … with", "left a
@@ -683,9 +696,12 @@ _REPORT_ADVERB = (
 ATTRIBUTION = re.compile(
     r"(?:(?<=^)|(?<=\n)|(?<=[.!?;:,(\u201c\x22>*-]\s)|(?<=[(\u201c\x22])|(?<=\band\s)|(?<=\bbut\s)|(?<=\bwhile\s)|(?<=\bwhereas\s)|(?<=\bthough\s)"
     # what the agent came upon ("I came across issue #1256, which reports that X")
-    r"|(?<=\bacross\s)|(?<=\bfound\s)|(?<=\bsaw\s)|(?<=\bread\s)|(?<=\bupon\s)|(?<=\binto\s))"
+    r"|(?<=\bacross\s)|(?<=\bfound\s)|(?<=\bsaw\s)|(?<=\bread\s)|(?<=\bupon\s)|(?<=\binto\s)|(?<=\bwhere\s))"
     rf"[\W_]*(?:(?<!\bas\s)(?<!\blike\s){_OTHER}(?:\s+(?:i|we)\s+(?:found|saw|read|came\s+across|got|dug\s+up)"
-    r"(?:\s+(?:while|when)\s+\w+ing|\s+(?:earlier|yesterday|online|upstream|today))?)?"
+    r"(?:\s+(?:while|when)\s+\w+ing|\s+(?:earlier|yesterday|online|upstream|today))?"
+    r"|\s+(?:someone|somebody|(?:a|the|one)\s+[\w-]+)\s+(?:left|wrote|posted|added|filed|opened)(?:\s+(?:on|in|under|at|to)\s+"
+    r"(?:the\s+|our\s+|a\s+)?[\w.-]+)?"
+    r"|\s+(?:linked|posted|shared|cited|quoted|pasted|opened|filed)\s+[^.;:!?\n]{1,60}?\s+and)?"
     rf"(?:\s*,?\s+which)?\s+{_REPORT_ADVERB}{_REPORT}\b(?:\s+that\b)?"
     rf"|(?:{_NAME}|{_OTHER})'s\s+(?:[\w-]+\s+){{0,2}}?{_CLAIM_NOUN}\b(?:\s+(?:on|in|from|at)\s+(?:the\s+)?[\w-]+)?"
     r"(?:\s*\([^()\n]{1,40}\))?(?:\s*:|\s+(?:is|was)\b(?!\s+(?:\w+\s+)?(?:right|correct|spot\s+on|accurate|wrong|mistaken|false)\b)(?:\s+that\b)?"
@@ -703,9 +719,11 @@ ATTRIBUTION = re.compile(
     # "There's an answer on the HF forum saying that X", "There was a comment claiming X"
     rf"|there(?:'s|\s+is|\s+was|\s+are|\s+were)\s+(?:a|an|one|some|this|that)\s+(?:[\w-]+\s+){{0,3}}?(?:{_DOCUMENT}|{_PERSON})\b"
     r"[^.!?;\n]{0,80}?\s(?:saying|claiming|arguing|suggesting|stating|reporting|insisting|describing|explaining|proposing|"
-    r"asserting|blaming|who\s+(?:says|said|thinks|claims|claimed|believes)"
+    r"asserting|blaming|who\s+(?:says|said|thinks|claims|claimed|believes)|(?:that|which)\s+(?:says|said|claims|claimed|argues|states|"
+    r"suggests|reports)"
     # … or where someone in it claims ("an upstream issue (#844) where someone argues that X")
-    rf"|(?:where|in\s+which)\s+(?:someone|somebody|people|they|he|she|(?:a|an|the|one)\s+(?:[\w-]+\s+)?{_PERSON})\s+{_REPORT_ADVERB}{_REPORT})"
+    rf"|(?:where|in\s+which)\s+(?:someone|somebody|people|they|he|she|(?:a|an|the|one)\s+(?:[\w-]+\s+)?{_PERSON})"
+    rf"(?:\s+(?:with|from|on|at|in)\s+[^,.;:!?\n]{{1,50}}?)?\s+{_REPORT_ADVERB}{_REPORT})"
     r"\b(?:\s+that\b)?"
     r"|(?:the\s+)?(?:received|common|conventional|usual|popular|accepted|standard|team'?s?)\s+"
     r"(?:wisdom|explanation|theory|story|view|belief|assumption|diagnosis)\s+(?:is|was|says?|said)\b(?:\s+that\b)?)",
@@ -763,6 +781,9 @@ FINDING_LABEL = re.compile(
     r"into|stumbled\s+(?:on|upon|across))\s+",
     re.IGNORECASE,
 )
+#: A place where someone else's claim is made ("Found a forum thread where someone … says X"): the claim's scope
+#: starts with the sentence.
+WHERE_LABEL = re.compile(r"[\W_]*[^.!?;:\n]{0,80}?\b(?:where|in\s+which)\s+", re.IGNORECASE)
 #: Someone else's claim named after it: "X, Priya says." / "X — or so the ticket claims." / "X is what
 #: the reviewer thinks."
 POSTPOSED_ATTRIBUTION = re.compile(
@@ -874,13 +895,21 @@ UNVERIFIED = re.compile(
     r"|\b(?:just|only|merely)\s+(?:a|my)\s+(?:\w+\s+)?(?:reading|guess|hunch|theory|hypothesis)(?:\s+(?:of|from)\s+\S+?)?"
     r"(?:\s+so\s+far)?|\bfrom\s+(?:reading|the\s+code|the\s+source)\s+(?:only|alone)"
     r"|\bwithout\s+(?:running|testing|having\s+(?:run|tested))\s+(?:anything|it|this|that)"
+    # round 13: "I want a run that shows per-rank counts before I call it", "Looks likely from reading,",
+    # "Need to dump the masters per rank to confirm."
+    r"|\b(?:i|we)\s+(?:want|need|'d\s+like|would\s+like)\s+(?:a|another|one\s+more|to\s+see\s+a)\s+(?:[\w-]+\s+){0,2}?(?:run|test|"
+    r"probe|check|experiment|measurement|trace|dump)\b[^.!?\n]{0,60}?\bbefore\s+(?:i|we)\s+(?:call|claim|conclude|commit|say|"
+    r"touch|change)\b[^.!?\n]{0,30}"
+    r"|\bfrom\s+reading(?:\s+(?:only|alone|the\s+code))?"
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:i|we)\s+)?(?:still\s+)?need\s+to\s+\w+[^.!?\n]{0,60}?\bto\s+(?:confirm|verify|be\s+sure|"
+    r"check)(?:\s+(?:it|this|that))?"
     # round 3: a terse note's promise to test what it just put forward ("Will confirm.", "To verify.", "Going to
     # verify.", "Testing next.") as a sentence of its own
     r"|\bto\s+find\s+out"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:will|going\s+to|to)\s+(?:confirm|verify|check|test)|testing\s+next|will\s+know\s+after)"
     r"(?:\s+[^.!?\n]{0,60})?)"
     # … with a few words of when ("This is a guess at this stage;", "Haven't run anything to check this yet.")
-    r"(?:\s+(?:at\s+this\s+(?:stage|point)|so\s+far|for\s+now|yet|either|to\s+(?:check|verify|confirm|test|show|prove)\s+(?:it|this|that)"
+    r"(?:\s+(?:at\s+this\s+(?:stage|point)|so\s+far|for\s+now|yet|either|(?:by|with)\s+(?:an?\s+|the\s+)?[\w/-]+(?:\s+[\w/-]+){0,3}?(?:\s+yet)?|to\s+(?:check|verify|confirm|test|show|prove)\s+(?:it|this|that)"
     r"(?:\s+yet)?))?"
     r"(?=\s*(?:[.;,!)\]:\u2014\u2013]|$))",
     re.IGNORECASE | re.MULTILINE,
@@ -1085,7 +1114,8 @@ def _claim_start(text: str, at: int) -> int:
     someone's words ("Passing on what Marco said: he thinks …") or where the agent came upon the claim
     ("I came across issue #1256, which reports …") comes before the opener."""
     begin = _prose_sentence(text, at)[0]
-    label = begin < at and any(p.fullmatch(text, begin, at) for p in (LEADING_LABEL, REPORTING_LABEL, FINDING_LABEL))
+    labels = (LEADING_LABEL, REPORTING_LABEL, FINDING_LABEL, WHERE_LABEL)
+    label = begin < at and any(p.fullmatch(text, begin, at) for p in labels)
     return begin if label else at
 
 
@@ -1271,7 +1301,15 @@ def _negated_before(text: str, match: re.Match[str], *, wrong: bool) -> bool:
     breaks = [b for b in (STRONG_BREAK if wrong else CLAUSE_BREAK).finditer(window) if b.end() <= len(before)]
     clause = before[breaks[-1].end() :] if breaks else before
     return any(
-        wrong or not OMISSION.match(clause, n.end()) or SPEAKER.search(clause, 0, n.start()) for n in negations(clause)
+        wrong
+        or not (
+            OMISSION.match(clause, n.end())
+            or NOTHING_IN.match(clause, n.end())
+            and NOTHING.fullmatch(n.group(0))
+            or FACT_THAT.search(clause, n.end())
+        )
+        or SPEAKER.search(clause, 0, n.start())
+        for n in negations(clause)
     )
 
 
@@ -1389,14 +1427,17 @@ CAUSE_DENIED = re.compile(
     r"|\b(?:cannot|can't)\s+(?:explain|account\s+for)\b"
     r"|\b(?:(?:is|are|was|were)\s+not|isn't|aren't|wasn't|weren't)\s+(?:what(?:'s|\s+is)\s+)?(?:causing|behind|driving)\b"
     r"|\b(?:(?:is|are|was|were)\s+not|isn't|aren't|wasn't|weren't)\s+the\s+(?:(?:root|real|actual|underlying)\s+)?(?:cause|"
-    r"reason|source|explanation|culprit|failure|problem|issue|bug)\b"
+    r"reason|source|explanation|culprit|failure|problem|issue|bug|mechanism|driver|trigger|story|answer)\b"
     r"|\b(?:(?:is|are|was|were)\s+not|isn't|aren't|wasn't|weren't)\s+what(?:'s|\s+is|\s+was)?\s+(?:\w+ing|causes|caused|breaks|"
-    r"broke|blocks|blocked|happens|happened|going\s+on|wrong)\b",
+    r"broke|blocks|blocked|happens|happened|going\s+on|wrong|makes|made|drives|drove|triggers|triggered|kills|explains)\b",
     re.IGNORECASE,
 )
 #: What may follow such a predicate to the end of its sentence: a few words naming the symptom, then perhaps a
 #: reason after a dash ("… is not why the results differ — the root shard does not …").
 CAUSE_TAIL = re.compile(r"[^:;\n\u2014\u2013]{0,80}?(?:\s[\u2014\u2013-]+\s[^\n]*)?\W*", re.IGNORECASE)
+#: … but after "does not account for" only the few words: "The planner doesn't account for the head — three buffers …"
+#: says what the planner leaves out (:data:`OMISSION`), not that it does not explain a symptom.
+CAUSE_TAIL_SHORT = re.compile(r"[^:;\n]{0,80}?\W*", re.IGNORECASE)
 #: What may end the subject of such a predicate: a clause of its own ("…; X is not why", "… and X is not why",
 #: "…, so Y — that isn't the cause"). A contrast always does; the others only when the words after them, up to
 #: the predicate, hold no verb of their own (otherwise they open a clause inside the subject: "A holding B while C
@@ -1423,7 +1464,12 @@ CONCESSION = re.compile(
     re.IGNORECASE,
 )
 #: An aside inside a subject: between dashes or in brackets.
-ASIDE = re.compile(r"\s[\u2014\u2013]\s.*?\s[\u2014\u2013]\s|\s--?\s.*?\s--?\s|\([^()]*\)")
+ASIDE = re.compile(r"\s[\u2014\u2013]\s.*?\s[\u2014\u2013]\s|\s--?\s.*?\s--?\s|\((?:[^()]|\([^()]*\))*\)")
+
+
+def _tail(predicate: re.Match[str]) -> re.Pattern[str]:
+    """What may follow a cause-denying predicate to the end of its sentence (:data:`CAUSE_TAIL`, or the short one)."""
+    return CAUSE_TAIL_SHORT if "account" in predicate.group(0).lower() else CAUSE_TAIL
 
 
 def _denied_as_cause(text: str, at: int, end: int) -> bool:
@@ -1436,7 +1482,7 @@ def _denied_as_cause(text: str, at: int, end: int) -> bool:
     # the predicate closes the sentence ("… is not why training diverges here."), not a denial of another cause
     # that opens it before the agent's own ("Float order is not why: the skip counts …")
     closing = [m for m in CAUSE_DENIED.finditer(text, at + 1, min(stop, at + MAX_SENTENCE))
-               if CAUSE_TAIL.fullmatch(text, m.end(), stop)]  # fmt: skip
+               if _tail(m).fullmatch(text, m.end(), stop)]  # fmt: skip
     if not closing:
         return False
     predicate = closing[-1]
@@ -1682,7 +1728,7 @@ class Withdrawal:
 #: nothing it is about the hypothesis the experiment tested; elsewhere it may rule out any candidate ("So it isn't
 #: the optimizer, the router or the data: …") and takes nothing back.
 NULL_VERDICT = re.compile(
-    r"\b(?:so|then|hence|therefore|thus)\s*,?\s+(?:it|that|this)\s+(?:isn't|wasn't|is\s+not|was\s+not)\s+(?:the\s+)?"
+    r"\b(?:so|then|hence|therefore|thus)\s*,?\s+(?:it|that|this)(?:\s+(?:isn't|wasn't|is\s+not|was\s+not)|'s\s+not)\s+(?:the\s+)?"
     r"[\w-]+(?:\s+[\w-]+)?\s*(?=[.;!]|$)",
     re.IGNORECASE,
 )
@@ -1706,10 +1752,12 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
             reach = stop.start() if stop else len(statement)
             target = _target(statement, match, reach)
             wrong_only = any(p.search(target) for p in wrong_patterns)
-            if _on_condition(statement, match.start()):
+            if _on_condition(statement, match.start()) and not CONCLUSION.match(match.group(0)):
                 continue  # a withdrawal promised on a condition ("If the one-rank run is off too, I'll drop this")
             if _answers_a_question(statement, match):
                 continue  # "Q: Does anything complain?\nA: No." answers its question; it takes nothing back
+            if SUBORDINATE_BEFORE.search(statement, max(0, match.start() - 16), match.start()):
+                continue  # "When it's false, checkpoint doesn't save …": a value in a condition, not a verdict
             if _unmet_obligation(statement, match):
                 continue  # "… should be halved like everything else; it isn't, so …": the code fails to, a finding
             if _value_of_code(statement, match.start()):
@@ -1729,6 +1777,12 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
     return sorted(found, key=lambda w: w.start)
 
 
+#: A verdict drawn as a conclusion ("If X were the cause, a boundary resume would be exact, so it's not that"):
+#: a condition before it in its sentence is the argument, not a condition on the verdict.
+CONCLUSION = re.compile(r"(?:so|hence|therefore|thus)\b", re.IGNORECASE)
+#: A subordinating word right before a verdict-like clause ("When it's false, …", "if that is wrong, …"): the words
+#: state a condition, they judge nothing.
+SUBORDINATE_BEFORE = re.compile(r"\b(?:when|whenever|if|while|unless|once|where)\s+$", re.IGNORECASE)
 #: An elliptical "it isn't" / "they don't" …
 ELLIPTICAL = re.compile(
     r"[\W_]*(?:(?:but|and|so)\s+)?(?:it|that|this|they)\s+(?:isn't|is\s+not|wasn't|was\s+not|doesn't|does\s+not|didn't|"
