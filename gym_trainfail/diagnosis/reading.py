@@ -67,7 +67,7 @@ OMISSION = re.compile(
 #: "the fact that X" presupposes X whatever negates it ("… neither does the fact that X", "ignores the fact that X").
 FACT_THAT = re.compile(r"\bthe\s+fact\s+that\b", re.IGNORECASE)
 #: "Nothing in the planner charges for X": the omission verb after a place ("in the planner") leaves X asserted too.
-NOTHING = re.compile(r"nothing|none|no\s+one|nobody", re.IGNORECASE)
+NOTHING = re.compile(r"nothing|none", re.IGNORECASE)
 NOTHING_IN = re.compile(
     r"\s+(?:in|of|inside|within)\s+(?:the\s+|our\s+|its\s+|this\s+)?[\w.`'-]+(?:\s+[\w.`'-]+)?" + OMISSION.pattern,
     re.IGNORECASE,
@@ -1422,14 +1422,15 @@ def _denied_sentence(text: str, at: int) -> bool:
 #: mismatch", "X isn't what's causing it", "X is not the cause of the mismatch", "… are not the reason for the OOMs",
 #: "that isn't what's blocking this run").
 CAUSE_DENIED = re.compile(
-    r"\b(?:(?:is|are|was|were)\s+not|isn't|aren't|wasn't|weren't)\s+(?:(?:the\s+)?reason\s+)?why\b"
+    r"\b(?:(?:is|are|was|were)\s+not|isn't|aren't|wasn't|weren't)\s+(?:"
+    r"(?:(?:the\s+)?reason\s+)?why"
+    r"|(?:what(?:'s|\s+is)\s+)?(?:causing|behind|driving)"
+    r"|the\s+(?:(?:root|real|actual|underlying)\s+)?(?:cause|reason|source|explanation|culprit|failure|problem|issue|bug|"
+    r"mechanism|driver|trigger|story|answer)"
+    r"|what(?:'s|\s+is|\s+was)?\s+(?:\w+ing|causes|caused|breaks|broke|blocks|blocked|happens|happened|going\s+on|wrong|"
+    r"makes|made|drives|drove|triggers|triggered|kills|explains))\b"
     r"|\b(?:does|do|did|can|could)\s*(?:not|n't)\s+(?:really\s+)?(?:explain|account\s+for|cause)\b"
-    r"|\b(?:cannot|can't)\s+(?:explain|account\s+for)\b"
-    r"|\b(?:(?:is|are|was|were)\s+not|isn't|aren't|wasn't|weren't)\s+(?:what(?:'s|\s+is)\s+)?(?:causing|behind|driving)\b"
-    r"|\b(?:(?:is|are|was|were)\s+not|isn't|aren't|wasn't|weren't)\s+the\s+(?:(?:root|real|actual|underlying)\s+)?(?:cause|"
-    r"reason|source|explanation|culprit|failure|problem|issue|bug|mechanism|driver|trigger|story|answer)\b"
-    r"|\b(?:(?:is|are|was|were)\s+not|isn't|aren't|wasn't|weren't)\s+what(?:'s|\s+is|\s+was)?\s+(?:\w+ing|causes|caused|breaks|"
-    r"broke|blocks|blocked|happens|happened|going\s+on|wrong|makes|made|drives|drove|triggers|triggered|kills|explains)\b",
+    r"|\b(?:cannot|can't)\s+(?:explain|account\s+for)\b",
     re.IGNORECASE,
 )
 #: What may follow such a predicate to the end of its sentence: a few words naming the symptom, then perhaps a
