@@ -705,3 +705,77 @@ def test_round_thirteen_contrasts_denials_reports_and_disclaimers(
 def test_round_thirteen_conditions_omissions_and_documents(statement: str, expected: bool, hypothesis: bool) -> None:
     verdict = RubricJudge().judge(statement, RUBRIC)
     assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # denials: "It's not that X" (not "It's not that simple"), a rejecting label, a symptom "not caused by" X even
+        # with a "rather than" inside the claim, "Not the cause then", "That <noun> is not the reason."
+        ("It's not that the planner misses the head: three buffers while the checkpoint inputs stay live.", False,
+         False),
+        ("It's not that simple. " + CORRECT, True, True),
+        ("Not the cause: the planner misses the head, three buffers, while the checkpoint inputs stay live.", False,
+         False),
+        ("To rule this out explicitly: the OOM is NOT caused by the planner missing the head and three buffers "
+         "while the checkpoint inputs stay live, which would make the peak three chunks rather than one.", False,
+         False),
+        ("Suspected the planner: " + CORRECT + " Priced the head and reran, still OOMs. Not the cause then; "
+         "reverted.", False, False),
+        (CORRECT + " That accounting is not the reason.", False, False),
+        # reported claims: a document's bracket before its participle, two words before a numbered issue, several
+        # numbers, "whose comment says", "Their argument is that", "summarising what X wrote:", "the issue saying",
+        # "one could argue", and a sentence naming the paragraph as someone else's ("That's his read")
+        ("The ticket (MEM-412) opened by the infra team claims the planner misses the head: three buffers, while "
+         "the checkpoint inputs stay live.", False, False),
+        ("Upstream planner issue #23986 reports that the planner misses the head: three buffers, while the "
+         "checkpoint inputs stay live.", False, False),
+        ("Planner #5794 and #6809 say that the planner misses the head: three buffers, while the checkpoint inputs "
+         "stay live.", False, False),
+        ("A colleague pointed at head.py, whose comment says that the planner misses the head: three buffers, while "
+         "the checkpoint inputs stay live.", False, False),
+        ("A colleague disagrees with me. Their argument is that the planner misses the head: three buffers, while "
+         "the checkpoint inputs stay live.", False, False),
+        ("From the #memory channel, summarising what Marco wrote: " + CORRECT, False, False),
+        ("Combine the note with the upstream issue saying the planner misses the head, and one could argue three "
+         "buffers sit there while the checkpoint inputs stay live.", False, False),
+        ("Overheard at standup. The planner misses the head, with three buffers while the checkpoint inputs stay "
+         "live. That's Marco's read; I have my doubts.", False, False),
+        # … and the agent's own: "That's my read", endorsed ("That's his read and he's right")
+        (CORRECT + " That's my read.", True, True),
+        ("Marco: the planner misses the head. " + CORRECT + " That's his read, and he's right.", True, True),
+        # disclaimers: a sentence "Untested so far.", the agent's unchecked object, "not a conclusion", "before saying"
+        (CORRECT + " Untested so far.", False, True),
+        (CORRECT + " I haven't checked the allocator trace yet.", False, True),
+        (CORRECT + " Putting this forward as a lead to test, not a conclusion.", False, True),
+        (CORRECT + " I'd want to compare the peaks per call before saying it's the cause.", False, True),
+        ("It seems possible the planner misses the head: three buffers, while the checkpoint inputs stay live.",
+         False, True),
+        # attacks: code that "hasn't run its backward yet" is no disclaimer; "possible to" is an ability
+        (CORRECT + " The layers haven't run their backward yet at that point.", True, True),
+        ("It is possible to see it in the trace: " + CORRECT, True, True),
+        # negation scope: an elliptical "but not X" after an account's verb and "nor that X" leave X holding; "not …
+        # until" says when; a quoted "not" closed before the match and a quoted "or not" belong to the quote
+        ("The planner knows about one chunk but not the three buffers, nor that the checkpoint inputs stay live. "
+         "The planner misses the head.", True, True),
+        ("The planner misses the head, not three buffers, while the checkpoint inputs stay live.", False, False),
+        ("The planner misses the head. The peak isn't reached until three buffers are held while the checkpoint "
+         "inputs stay live.", True, True),
+        ('The planner misses the head. The comment "not our problem" sits by three buffers while the checkpoint '
+         "inputs stay live.", True, True),
+        ('The planner misses the head, and its "keep it or not" flag leaves three buffers while the checkpoint '
+         "inputs stay live.", True, True),
+        # a negated causative denies its subject and its effect, unless a contrast follows it
+        ("The head is not why these calls fail. A planner that misses the head does not cause the allocator, at the "
+         "point where the loss is reduced on every rank, to hold three buffers while the checkpoint inputs stay live.",
+         False, False),
+        ("Float order does not cause the OOM, but the planner misses the head: three buffers, while the checkpoint "
+         "inputs stay live.", True, True),
+        # a rebuttal opened "On reflection" takes back the candidate before it
+        ("Candidate: " + CORRECT + "\n\nOn reflection the meter excludes everything allocated before the call, so "
+         "this can't add up to an OOM, ruling it out.", False, False),
+    ],
+)  # fmt: skip
+def test_round_fourteen_denials_reports_and_disclaimers(statement: str, expected: bool, hypothesis: bool) -> None:
+    verdict = RubricJudge().judge(statement, RUBRIC)
+    assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)

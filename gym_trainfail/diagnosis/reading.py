@@ -61,7 +61,9 @@ OMISSION = re.compile(
     r"consider(?:s|ed)?(?:\s+(?:that|the\s+fact\s+that))?|take(?:s|n)?\s+into\s+account|factor(?:s|ed)?\s+in|"
     r"allow(?:s|ed)?\s+for|count(?:s|ed)?|includ(?:e|es|ed)|cover(?:s|ed)?|reflect(?:s|ed)?|appear(?:s|ed)?\s+in|"
     # "it has no notion that X", "no idea of X", "no term for X": the subject is unaware of X, which holds
-    r"(?:notion|idea|knowledge|awareness|concept)\s+(?:that|of)|(?:term|model|line)\s+for)\b",
+    r"(?:notion|idea|knowledge|awareness|concept)\s+(?:that|of)|(?:term|model|line)\s+for"
+    # round 14: "static_peak doesn't know about X" / "knows about A but not B": X and B hold, unknown to it
+    r"|know(?:s|n)?\s+(?:about|of))\b",
     re.IGNORECASE,
 )
 #: "the fact that X" presupposes X whatever negates it ("… neither does the fact that X", "ignores the fact that X").
@@ -79,6 +81,11 @@ SPEAKER = re.compile(r"\b(?:i|we)(?:\s+(?:do|did|really|just|still|simply))*\s*$
 NOT_NEGATION = re.compile(
     r"\bnot\s+(?:only|just|merely|simply|least|surprising\w*)\b|\bno\s+(?:longer|doubt|wonder|matter)\b|"
     r"\bif\s+not\b|\bwhether\s+or\s+not\b"
+    # round 14: "not … until" says when it happens ("the tied grad isn't summed until after the reduce-scatter"), and
+    # "nor that X" goes on listing what an account leaves out ("… but not the buffers — nor that the inputs stay live")
+    r"|\b(?:not|never|isn't|aren't|wasn't|weren't|doesn't|don't|didn't)\s+(?:\w+\s+){0,2}?until\b|\bnor\s+that\b"
+    # … and a question's "or not" before its closing quote or mark ('the "skip this step or not" decision')
+    r"|\bor\s+not\b(?=\s*[\x22\u201d'?)\]])"
     # an imperative that warns against what the code does ("# Do NOT compute the aux term on unwrap(ddp)")
     r"|(?:^|(?<=[.!?#]\s)|(?<=\n))[\W_]*(?:do\s+not|don't|never)(?=\s+(?:compute|call|use|run|route|apply|pass|build|"
     r"create|put|send|take|skip)\b)",
@@ -235,6 +242,7 @@ PAST_BELIEF = re.compile(
     r"|\b(?:i|we)\s+(?:had\s+)?(?:written|wrote)\b(?!\s+(?:a|an|the|some|this|that|my|our)\s+(?:\w+\s+)?(?:test|probe|script|"
     r"patch|fix|check|repro|reproducer|harness|hook|tool|program|function|loop|version|change)s?\b)"
     # "First guess was that X", "Initial theory: X" (no "my")
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:first|initially|originally|briefly)\s+)?suspected\b"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:first|initial|original|earlier)\s+(?:guess|thought|theory|hypothesis|read|idea|"
     r"suspicion|hunch|instinct|take)\s*(?:was\b|:)",
     re.IGNORECASE,
@@ -263,6 +271,9 @@ REFUTATION = re.compile(
     r"culprit|explanation|issue|problem|bug|mechanism|failure)\b|why\b|what(?:'s|\s+is|\s+was)?\s+(?:\w+ing|causes|caused|breaks|"
     r"blocks)\b)"
     r"|\b(?:that|this)\s+(?:isn't|wasn't|is\s+not|was\s+not)\s+the\s+case\b(?!\s+that)"
+    # round 14: a noun pointing back at the sentence's start ("That accounting is not the reason.")
+    rf"|{_START}[\W_]*(?:that|this)\s+[\w-]+(?:\s+[\w-]+)?\s+(?:isn't|wasn't|is\s+not|was\s+not)\s+the\s+(?:real\s+)?(?:cause|reason|"
+    r"culprit|explanation|problem|issue)\s*(?=[.!;\n]|$)"
     r"|\b(?:that's|that\s+is|that\s+was|it's|it\s+is|it\s+was|this\s+is|this\s+was|which\s+is|which\s+was)\s+"
     r"(?:false|untrue|not\s+true|not\s+correct|incorrect)\b"
     r"|\b(?:that's|that\s+is|that\s+was|it's|it\s+is|it\s+was|this\s+is|this\s+was)\s+(?:wrong|mistaken)\s*"
@@ -385,7 +396,7 @@ REFUTATION = re.compile(
     r"does\s+not|didn't|did\s+not|aren't|are\s+not|don't|do\s+not|weren't|were\s+not)\s*(?=[.;:!,\u2014\u2013]|\s-\s|$)"
     rf"|{_START}[\W_]*(?:(?:definitely|certainly|clearly|absolutely|obviously|surely|so|then|also)\s+)?not\s+"
     r"(?:(?:the|a|our)\s+(?:root\s+|real\s+|actual\s+)?(?:cause|culprit|problem|issue|bug|explanation|reason|mechanism)|that|"
-    rf"this)\s*(?=[.!;,\n]|$)|{_START}[\W_]*(?:definitely|certainly|clearly|absolutely|obviously|surely)\s+"
+    rf"this)(?:\s+(?:then|either|after\s+all))?\s*(?=[.!;,\n]|$)|{_START}[\W_]*(?:definitely|certainly|clearly|absolutely|obviously|surely)\s+"
     rf"not\s*(?=[.!;\n]|$)|{_START}[\W_]*(?:wrong|false|incorrect|untrue|bogus)\s*(?:,\s*(?:as\s+far\s+as\s+"
     r"(?:i|we)\s+can\s+(?:tell|see)|i\s+think|it\s+seems|i'm\s+afraid))?\s*(?=[.!;\n]|$)"
     r"|\bnone\s+of\s+(?:this|that|it|these|those|the\s+above)\s+(?:\w+\s+)?(?:happens|happened|is\s+(?:true|the\s+case|"
@@ -551,6 +562,10 @@ LIST_ITEM = re.compile(r"[ \t]*(?:[-*•]|\d+[.)]|\(?[a-z0-9]\))\s")
 SENTENCE_DENIAL = re.compile(
     r"[\W_]*(?:not\s+that\b(?!\s+it\s+matters)|it(?:'s|\s+is|\s+was)\s+(?:simply\s+|just\s+|certainly\s+|definitely\s+|"
     r"clearly\s+)?not\s+(?:true|the\s+case|happening|so)\s+that\b|"
+    # round 14: "It's not that X." (not "It's not that simple."), a rejecting label ("Not the cause: X", "Ruled out:")
+    r"it(?:'s|\s+is|\s+was)\s+not\s+that\b(?!\s+[\w-]+\s*(?:[.,;:!?]|$))|it\s+(?:isn't|wasn't)\s+that\b(?!\s+[\w-]+\s*(?:[.,;:!?]|$))|"
+    r"(?:not\s+(?:the\s+)?(?:cause|culprit|reason|bug|problem|issue|it)|ruled\s+out|rejected|excluded|eliminated|disproved|"
+    r"disproven|dismissed)\s*:\s|"
     # round 2: "There's no path where X", "I can rule out that X", "I found nothing to indicate that X", "It can't be
     # that X", "I don't think (that) X"
     r"there(?:'s|\s+is|\s+was)\s+no\s+(?:\w+\s+){0,2}?(?:way|path|mechanism|place|point|case|scenario|chance|route)\s*(?:where|"
@@ -569,7 +584,7 @@ SENTENCE_DENIAL = re.compile(
     # sentence names no other cause ("… but by Y")
     r"(?:the|this|that|our|a)\s+(?:[\w-]+\s+){0,2}?(?:discrepancy|drift|divergence|gap|difference|mismatch|problem|issue|bug|"
     r"failure|regression|deviation|symptom|error|oom|spike|desync|slowdown)s?\s+(?:is|are|was|were)(?:\s+not|n't)\s+(?:(?:caused|"
-    r"explained|driven|triggered)\s+by|due\s+to|coming\s+from)\b(?![^.!?\n]*\b(?:but|rather|instead)\b)|"
+    r"explained|driven|triggered)\s+by|due\s+to|coming\s+from)\b(?![^.!?\n]*\b(?:but|rather(?!\s+than)|instead(?!\s+of))\b)|"
     r"(?:someone|somebody|one|people|you|a\s+reviewer|others|a\s+skeptic)\s+(?:might|may|could|would)\s+"
     r"(?:say|argue|think|claim|suggest|guess|assume|object)\b|"
     r"(?:someone|somebody|people|others|(?:a|one|another|my|our|the)\s+(?:[\w-]+\s+)?(?:teammates?|colleagues?|"
@@ -656,13 +671,13 @@ _WHEN = r"(?:last\s+\w+'s|yesterday's|previous|earlier)"
 _OTHER = (
     rf"(?:(?:{_NAME}|(?:he|she|they|someone|somebody|people|others|everyone)|"
     rf"(?:a|an|one|another|my|our|the|some|their|his|her|this|that|{_WHEN})\s+(?:[\w-]+\s+){{0,2}}?{_PERSON}"
-    rf"|(?:a|an|one|another|the|some|their|his|her|this|that|{_WHEN})\s+(?:[#\w.-]+\s+){{0,3}}?{_DOCUMENT}"
+    rf"|(?:a|an|one|another|the|some|their|his|her|this|that|{_WHEN})\s+(?:[#\w.-]+\s+){{0,3}}?{_DOCUMENT}(?:\s*\([^()\n]{{1,40}}\))?"
     # a numbered report ("Issue #23986 says", "PR 8624 claims")
-    r"|(?:[\w-]+\s+)?(?:issue|pr|pull\s+request|ticket|bug)\s*#?\d+"
+    r"|(?:[\w-]+\s+){0,2}(?:issue|pr|pull\s+request|ticket|bug)\s*#?\d+(?:\s*(?:,|and|&|/)\s*#?\d+)*"
     # … or a tracker's key ("JIRA MOE-212 claims", "SIM-233 says")
     r"|(?:(?:jira|ticket|issue|bug)\s+)?(?-i:[A-Z][A-Z0-9]{1,9})-\d+"
     # … or a project's numbered report ("pytorch#75870 says", "DeepSpeed #1801 describes")
-    r"|[\w.-]+\s*#\d+)"
+    r"|[\w.-]+\s*#\d+(?:\s*(?:,|and|&|/)\s*#\d+)*)"
     rf"(?:\s+(?:(?:attached|linked|filed|posted|opened|left|written|pinned)\s+(?:to|in|on|by|against|under)|on|in|from|at|of|for|"
     rf"about|with)\s+(?:the\s+|our\s+|my\s+|a\s+|this\s+)?(?:[\w+&-]+\s+){{0,2}}?[#\w+&-]+(?:\.[\w-]+)*){{0,2}}"
     # … and a parenthetical after it ("The upstream issue (#34242) claims")
@@ -696,7 +711,7 @@ _REPORT_ADVERB = (
 ATTRIBUTION = re.compile(
     r"(?:(?<=^)|(?<=\n)|(?<=[.!?;:,(\u201c\x22>*-]\s)|(?<=[(\u201c\x22])|(?<=\band\s)|(?<=\bbut\s)|(?<=\bwhile\s)|(?<=\bwhereas\s)|(?<=\bthough\s)"
     # what the agent came upon ("I came across issue #1256, which reports that X")
-    r"|(?<=\bacross\s)|(?<=\bfound\s)|(?<=\bsaw\s)|(?<=\bread\s)|(?<=\bupon\s)|(?<=\binto\s)|(?<=\bwhere\s))"
+    r"|(?<=\bacross\s)|(?<=\bfound\s)|(?<=\bsaw\s)|(?<=\bread\s)|(?<=\bupon\s)|(?<=\binto\s)|(?<=\bwhere\s)|(?<=\bwith\s))"
     rf"[\W_]*(?:(?<!\bas\s)(?<!\blike\s){_OTHER}(?:\s+(?:i|we)\s+(?:found|saw|read|came\s+across|got|dug\s+up)"
     r"(?:\s+(?:while|when)\s+\w+ing|\s+(?:earlier|yesterday|online|upstream|today))?"
     r"|\s+(?:someone|somebody|(?:a|the|one)\s+[\w-]+)\s+(?:left|wrote|posted|added|filed|opened)(?:\s+(?:on|in|under|at|to)\s+"
@@ -725,6 +740,16 @@ ATTRIBUTION = re.compile(
     rf"|(?:where|in\s+which)\s+(?:someone|somebody|people|they|he|she|(?:a|an|the|one)\s+(?:[\w-]+\s+)?{_PERSON})"
     rf"(?:\s+(?:with|from|on|at|in)\s+[^,.;:!?\n]{{1,50}}?)?\s+{_REPORT_ADVERB}{_REPORT})"
     r"\b(?:\s+that\b)?"
+    # round 14: "…scheduler.py, whose comment says that X", "Their argument is that X", "summarising what Marco
+    # wrote: X", "the pytorch issue saying X", "…, and one could argue X"
+    rf"|whose\s+(?:[\w-]+\s+){{0,2}}?(?:{_DOCUMENT}|{_CLAIM_NOUN})s?\s+{_REPORT_ADVERB}{_REPORT}\b(?:\s+that\b)?"
+    rf"|(?:his|her|their)\s+(?:[\w-]+\s+){{0,2}}?{_CLAIM_NOUN}\s+(?:is|was)\s+that\b"
+    r"|(?:summari[sz]ing|relaying|forwarding|passing\s+on|paraphrasing)\s+what\s+[^:\n.!?]{1,50}?\s+(?:wrote|said|posted|says|"
+    r"claimed|claims|thinks|argued|argues|suggested)\s*:"
+    rf"|(?-i:(?!(?:I|We)\b))(?:the|a|an|one|another|this|that)\s+(?:[#\w.-]+\s+){{0,3}}?(?:{_DOCUMENT}|{_PERSON})\s+(?:saying|claiming|arguing|"
+    r"suggesting|stating|reporting|insisting)\b(?:\s+that\b)?"
+    r"|(?:someone|somebody|one|people|a\s+reviewer|others|a\s+skeptic)\s+(?:might|may|could|would)\s+(?:say|argue|claim|suggest)\b"
+    r"(?:\s+that\b)?"
     r"|(?:the\s+)?(?:received|common|conventional|usual|popular|accepted|standard|team'?s?)\s+"
     r"(?:wisdom|explanation|theory|story|view|belief|assumption|diagnosis)\s+(?:is|was|says?|said)\b(?:\s+that\b)?)",
     re.IGNORECASE,
@@ -767,7 +792,7 @@ FIRST_PERSON = re.compile(r"[\W_]*(?:i|i'm|i've|i'd|my|we|we're|our|me)\b", re.I
 MIN_QUOTED_WORDS = 5
 #: A short phrase that opens the sentence of someone else's claim ("For reference: ", "FWIW, "): the
 #: claim's scope starts with the sentence.
-LEADING_LABEL = re.compile(r"[\W_]*(?:[\w'-]+\s+){0,3}[\w'-]+\s*[:,]\s*")
+LEADING_LABEL = re.compile(r"[\W_]*(?:[#\w'-]+\s+){0,3}[\w'-]+\s*[:,]\s*")
 #: A label that itself reports someone else's words before their claim ("Passing on what Marco said in
 #: standup: he thinks X", "Relaying the on-call's message, she believes X"): the claim's scope starts with
 #: the sentence.
@@ -790,6 +815,14 @@ POSTPOSED_ATTRIBUTION = re.compile(
     rf"(?:[,\u2014\u2013]|\s-+)\s*(?:or\s+so\s+|at\s+least\s+)?(?:(?:{_OTHER})\s+{_REPORT_ADVERB}{_REPORT}|according\s+to\s+"
     rf"(?:[\w'.-]+\s+){{0,4}}?[\w'.-]+)\s*(?=[.!;)]|$)"
     rf"|\b(?:that's|that\s+is|is|was)\s+what\s+{_OTHER}\s+{_REPORT_ADVERB}{_REPORT}\b",
+    re.IGNORECASE,
+)
+#: A sentence that names its paragraph so far as someone else's claim ("That's his read;", "That's the upstream
+#: reports' story."); "That's my read" is the agent's own.
+NAMED_AS_THEIRS = re.compile(
+    rf"{_START}[\W_]*(?:that's|that\s+is|this\s+is|those\s+are|that\s+was)\s+(?:all\s+|just\s+|only\s+)?(?:his|her|their|"
+    rf"(?:the\s+)?(?:[\w-]+\s+)?[\w-]+(?:'s|s')|{_NAME}'s)\s+(?:[\w-]+\s+)?(?:read|reading|take|story|claim|theory|argument|version|view|"
+    r"hypothesis|position|diagnosis|interpretation|explanation|words|conclusion|account|opinion|guess)\b",
     re.IGNORECASE,
 )
 #: The agent taking someone else's claim as its own after reporting it: "I agree", "she's right", "that's
@@ -855,7 +888,7 @@ TENTATIVE = re.compile(
     # towards"), wondering, a condition on the agent's own reading ("if my reading of the code is right"), and a claim
     # named as a proposition ("the idea that X", "the hypothesis that X"): its own predicate decides, else put forward
     r"|\bit(?:'s|\s+is|\s+seems|\s+looks)\s+(?:quite\s+|entirely\s+|very\s+|at\s+least\s+)?(?:possible|conceivable|plausible)\s+"
-    r"that\b|\b(?:plausibly|conceivably|possibly)\b"
+    r"(?:that\b|(?!(?:to|for|in|with|on|at|but|and)\b)(?=[\w`]))|\b(?:plausibly|conceivably|possibly)\b"
     r"|\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:\w+\s+)?(?:tempted|inclined)\s+to\s+(?:say|think|believe|blame|guess|suspect|"
     r"conclude)\b|\b(?:i|we)(?:'m|\s+am|\s+are|'re)?\s+lean(?:ing|s)?\s+(?:towards?|to)\b|\b(?:i|we)\s+(?:\w+\s+)?wonder\b"
     r"|\bif\s+(?:my|our)\s+(?:[\w-]+\s+){0,5}?(?:is|are)\s+(?:right|correct|accurate)\b|\bif\s+(?:i'm|i\s+am|we're|we\s+are)\s+"
@@ -871,11 +904,15 @@ TENTATIVE = re.compile(
 #: before it is put forward, not asserted.
 UNVERIFIED = re.compile(
     r"(?:\bnot\s+(?:yet\s+)?(?:been\s+)?(?:verified|confirmed|tested|checked|proven)(?:\s+yet)?"
-    r"|(?:^|(?<=[(\[,;:\u2014\u2013\n])|(?<=\bbut\s)|(?<=\bstill\s)|(?<=\byet\s))\s*un(?:verified|confirmed|tested|proven)"
+    r"|(?:^|(?<=[(\[,;:.!?\u2014\u2013\n])|(?<=\bbut\s)|(?<=\bstill\s)|(?<=\byet\s))\s*un(?:verified|confirmed|tested|proven)"
     r"|\b(?:this|that|it|the\s+(?:hypothesis|theory|idea|claim|diagnosis|explanation|guess))\s+(?:is|remains)\s+"
     r"(?:still\s+|as\s+yet\s+)?un(?:verified|confirmed|tested|proven)"
     r"|\b(?:haven't|have\s+not|hasn't|has\s+not|didn't|did\s+not)\s+(?:yet\s+)?(?:verified|confirmed|tested|checked|"
-    r"run|measured|proven|probed|instrumented|traced|profiled|reproduced|logged)(?:\s+(?:this|that|it|anything|any\s+of\s+(?:this|it)))?(?:\s+yet)?"
+    r"run|measured|proven|probed|instrumented|traced|profiled|reproduced|logged|established|shown|demonstrated)"
+    r"(?:\s+(?:this|that|it|anything|any\s+of\s+(?:this|it)))?(?:\s+yet)?"
+    # round 14: "… whether that applies to the version we run", "I haven't established that it applies here"
+    r"(?:\s+(?:whether|if|that)\s+(?:it|this|that|they|any\s+of\s+(?:this|it))\s+(?:applies|holds|is\s+(?:the\s+case|true|what))"
+    r"[^.!?;\n]{0,80}?)?"
     r"|\bneeds?\s+(?:checking|confirming|confirmation|verification|verifying|testing)"
     r"|\b(?:needs?\s+to\s+be|remains?\s+to\s+be|has\s+yet\s+to\s+be|to\s+be)\s+(?:verified|confirmed|checked|tested)"
     r"|\byet\s+to\s+(?:be\s+)?(?:verif\w*|confirm\w*|test\w*|check\w*)"
@@ -906,6 +943,18 @@ UNVERIFIED = re.compile(
     # round 3: a terse note's promise to test what it just put forward ("Will confirm.", "To verify.", "Going to
     # verify.", "Testing next.") as a sentence of its own
     r"|\bto\s+find\s+out"
+    # round 14: the agent's own unchecked object ("I haven't checked the attributes yet"; "the layers haven't run their
+    # backward yet" describes code)
+    r"|\b(?:i|we)\s+(?:haven't|have\s+not|didn't|did\s+not)\s+(?:yet\s+)?(?:verified|confirmed|tested|checked|measured|probed|"
+    r"inspected|looked\s+at)\s+(?:the|its|their|those|these|any)\s+[\w-]+(?:\s+[\w-]+)?"
+    # round 14: "Putting this forward as a lead to test, not a conclusion.", "so I'm not drawing a conclusion from
+    # it yet", "I'd want to compare the per-rank norms before saying it's the cause"
+    r"|\bnot\s+(?:yet\s+)?(?:a|my|the)\s+(?:conclusion|finding|diagnosis|verdict)"
+    r"|\bas\s+a\s+(?:lead|thread|avenue|direction)\s+to\s+(?:test|check|follow|pursue|chase)\w*"
+    r"|\b(?:i'm|i\s+am|we're|we\s+are)\s+not\s+(?:yet\s+)?(?:drawing|making|reaching|calling)\s+(?:a|any|the)\s+(?:conclusion|"
+    r"verdict)(?:\s+(?:from|on)\s+(?:it|this|that))?"
+    r"|\b(?:i|we)(?:'d|\s+would)?\s+(?:want|need|like)\s+to\s+\w+[^.!?\n]{0,100}?\bbefore\s+(?:saying|claiming|calling|concluding|"
+    r"declaring|asserting|committing|blaming)\b[^.!?\n]{0,40}"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:will|going\s+to|to)\s+(?:confirm|verify|check|test)|testing\s+next|will\s+know\s+after)"
     r"(?:\s+[^.!?\n]{0,60})?)"
     # … with a few words of when ("This is a guess at this stage;", "Haven't run anything to check this yet.")
@@ -936,7 +985,8 @@ SUPPORTED = re.compile(
 #: A sentence that opens by rebutting what came before ("But …", "However …", "I tested it …"): a
 #: refutation in it takes back what came before, not only its own sentence.
 REBUTTAL_START = re.compile(
-    r"[\W_]*(?:but|however|yet|though|still|alas|unfortunately|that\s+said|then\s+again|except)\b"
+    r"[\W_]*(?:but|however|yet|though|still|alas|unfortunately|that\s+said|then\s+again|except|on\s+(?:reflection|second\s+"
+    r"thoughts?|closer\s+(?:look|inspection|reading)))\b"
     r"|[\W_]*(?:i|we)\s+(?:\w+\s+)?(?:checked|tested|tried|verified|looked|measured|ran|instrumented|probed|"
     r"reproduced|printed|logged|dumped|compared|read)\s+(?:(?:at|on|into)\s+)?(?:it|this|that|(?:the|our|my|both|each|"
     r"every)\s+(?:[\w-]+\s+){0,2}?(?:hypothesis|idea|theory|claim|code|note|logs?|trace|timeline|output|numbers|counts|"
@@ -1078,6 +1128,11 @@ def scopes(text: str) -> Scopes:
             break
         if not _endorsed(text, postposed.end(), postposed.end()):
             attributed.append((_prose_sentence(text, postposed.start())[0], postposed.end()))
+    for n, named in enumerate(NAMED_AS_THEIRS.finditer(text)):
+        if n >= MAX_SCOPES:
+            break
+        if not _endorsed(text, named.end(), named.end()):
+            attributed.append((_paragraph_start(text, named.start()), named.end()))
     tentative: list[tuple[int, int]] = []
     for n, label in enumerate(HYPOTHESIS_LABEL.finditer(text)):
         if n >= MAX_SCOPES:
@@ -1279,6 +1334,8 @@ def _reading(pattern: re.Pattern[str], match: re.Match[str], view: View, at: Ass
         # across ranks and each replica moves differently": the match's own claim is past the break), denies
         # nothing the match says as a whole
         return "open" if _scoped(view.text, match.end()) or _broken_inside(match, wrong=wrong) else "denied"
+    if not wrong and (_causation_denied(pattern, match) or _in_denied_causation(view.text, match.start(), match.end())):
+        return "denied"
     if _negated_inside(pattern, match, wrong=wrong):
         # a negation inside a short phrasing denies it ("the replicas do not drift"); inside a long,
         # sentence-level match it may belong to another claim of that sentence: not a denial
@@ -1310,7 +1367,66 @@ def _negated_before(text: str, match: re.Match[str], *, wrong: bool) -> bool:
         )
         or SPEAKER.search(clause, 0, n.start())
         for n in negations(clause)
+        if not _elliptical_omission(text, match.start() - len(clause) + n.start())
+        and not _quoted_before(text, match.start() - len(clause) + n.start(), match.start())
     )
+
+
+def _quoted_before(text: str, at: int, end: int) -> bool:
+    """Whether the negation at ``at`` is inside a quotation closed before ``end`` ('… "this is a slice, not a copy"
+    only gets attached …'): it belongs to the quoted words, not to the claim after them."""
+    before, after = text[_prose_sentence(text, at)[0] : at], text[at:end]
+    opened = before.count('"') % 2 == 1 or before.count("\u201c") > before.count("\u201d")
+    return opened and ('"' in after or "\u201d" in after)
+
+
+#: An account's verb before an elliptical "but not" / ", not" in its sentence ("static_peak knows about one chunk
+#: but not the three buffers"): what follows the "not" is left out of the account, and holds.
+ELLIPSIS_BEFORE = re.compile(r"(?:\bbut|,)\s*$", re.IGNORECASE)
+
+
+def _elliptical_omission(text: str, at: int) -> bool:
+    """Whether the negation at ``at`` is an elliptical "but not X" after a positive account verb in its sentence."""
+    lead = text[max(0, at - 160) : at]
+    ellipsis = ELLIPSIS_BEFORE.search(lead)
+    if ellipsis is None or text[at : at + 3].lower() != "not":
+        return False
+    clause = re.split(r"[.;!?\n]", lead[: ellipsis.start()])[-1]
+    verbs = [v for v in OMISSION.finditer(clause) if not NEGATION.search(clause, max(0, v.start() - 12), v.start() + 1)]
+    return bool(verbs)
+
+
+#: A negated causative inside a match ("A stale node copy … does not cause its ranks to load v1 while …").
+CAUSATION_DENIED = re.compile(
+    r"\b(?:does|do|did)\s*(?P<neg>not|n't)\s+(?:cause|lead\s+to|result\s+in)\b", re.IGNORECASE
+)
+
+
+def _causation_denied(pattern: re.Pattern[str], match: re.Match[str]) -> bool:
+    """Whether the match runs from a subject through a negated causative to its effect ("X does not cause the
+    ranks to load different revisions"), with a phrasing written without the negation and no contrast after it
+    ("…, but Y does"): the causal claim the match makes is denied. A phrasing written with the negation ("calling
+    it on the wrong sampler does not cause a reshuffle") keeps it as its own claim."""
+    text = match.group(0)
+    for predicate in CAUSATION_DENIED.finditer(text):
+        if not re.search(r"\w", text[: predicate.start()]) or CONTRAST.search(text, predicate.end()):
+            continue
+        if _survives(pattern, text, predicate.start("neg"), predicate.end("neg")):
+            return True
+    return False
+
+
+def _in_denied_causation(text: str, at: int, end: int) -> bool:
+    """Whether the match ``[at, end)`` lies in the subject or the effect of a negated causative in its sentence
+    ("A stale node copy with refs/main on v1 does not cause its ranks to load v1 while the others load v2"), with
+    no contrast after the predicate ("…, but the mirror does")."""
+    begin, stop = _prose_sentence(text, at)
+    for predicate in CAUSATION_DENIED.finditer(text, begin, stop):
+        if CONTRAST.search(text, predicate.end(), stop) or not re.search(r"\w", text[begin : predicate.start()]):
+            continue
+        if end <= predicate.start() or at >= predicate.end():
+            return True
+    return False
 
 
 def _broken_inside(match: re.Match[str], *, wrong: bool) -> bool:
