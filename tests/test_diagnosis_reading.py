@@ -779,3 +779,55 @@ def test_round_thirteen_conditions_omissions_and_documents(statement: str, expec
 def test_round_fourteen_denials_reports_and_disclaimers(statement: str, expected: bool, hypothesis: bool) -> None:
     verdict = RubricJudge().judge(statement, RUBRIC)
     assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # someone else's claim, whatever its verb, that the agent declines within a few sentences
+        ("Ticket MEM-12, filed by the infra team, gives the root cause as: the planner misses the head; three "
+         "buffers while the checkpoint inputs stay live. The ticket has no evidence attached; I'm not endorsing it.",
+         False, False),
+        ("From #memory, Dana: the planner misses the head, three buffers while the checkpoint inputs stay live. "
+         "Noting it as Dana's guess.", False, False),
+        ("On the forum someone answering a similar report wrote that " + CORRECT[0].lower() + CORRECT[1:] + " I don't "
+         "think that carries over to us.", False, False),
+        ("There's an upstream issue (#844) whose author argues the planner misses the head: three buffers while the "
+         "checkpoint inputs stay live. I'm noting it as a lead from that thread.", False, False),
+        # … but a sentence of the agent's own before the declining words is its own
+        ("A colleague blames float order. I traced it: " + CORRECT + " I'm not endorsing the colleague's theory.",
+         True, True),
+        # a paragraph opened by a hypothesis; a yes/no question answered at once is none
+        ("Possibly (needs a check): the planner misses the head. It holds three buffers while the checkpoint inputs "
+         "stay live.", False, True),
+        ("Could it be the head? The planner misses the head: three buffers while the checkpoint inputs stay live.",
+         False, True),
+        ("Do the ranks start from different weights? No. " + CORRECT, True, True),
+        # a chain put forward and doubted by "If that's right" ("If so" draws a consequence)
+        ("I suspect the head. The planner misses the head: three buffers while the checkpoint inputs stay live. If "
+         "that's right, calls with many rows fail.", False, True),
+        (CORRECT + " If so, calls with many rows fail.", True, True),
+        # denials: a "hang" not caused by X, "The idea going around, that X, does not hold", "I mean X" after a
+        # denial of the cause
+        ("To be clear, the hang is not caused by the planner that misses the head: three buffers while the "
+         "checkpoint inputs stay live.", False, False),
+        ("The idea going around, that the planner misses the head with three buffers while the checkpoint inputs "
+         "stay live, does not hold for this code.", False, False),
+        ("The planner is not why these calls fail. I mean the planner that misses the head, three buffers while "
+         "the checkpoint inputs stay live.", False, False),
+        # a case made for a claim, an earlier belief with "I'd", a modal with "n't", disclaimers
+        ("The argument would go: " + CORRECT, False, False),
+        ("I'd said the planner misses the head: three buffers, while the checkpoint inputs stay live.", False, False),
+        ("If the planner misses the head, three buffers while the checkpoint inputs stay live wouldn't be priced.",
+         False, True),
+        (CORRECT + " I'll print the per-call peaks next to check.", False, True),
+        (CORRECT + " I'd want a dump to confirm.", False, True),
+        ("I suspect, without having proved it, that the planner misses the head: three buffers while the checkpoint "
+         "inputs stay live.", False, True),
+    ],
+)  # fmt: skip
+def test_round_fifteen_declined_reports_hypothesis_paragraphs_and_denials(
+    statement: str, expected: bool, hypothesis: bool
+) -> None:
+    verdict = RubricJudge().judge(statement, RUBRIC)
+    assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)

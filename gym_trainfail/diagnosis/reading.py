@@ -238,6 +238,8 @@ PAST_BELIEF = re.compile(
     # round 8: "I was worried that X", "I said an hour ago that X", "I said the grads were …" (not "As I said")
     r"|\b(?:i|we)\s+(?:was|were|had\s+been)\s+(?:worried|concerned|afraid)\s+(?:that|about)\b"
     r"|(?<!\bas\s)\b(?:i|we)\s+(?:had\s+)?said\b(?!\s+(?:so|no|yes|nothing)\b)"
+    # round 15: "I'd said the router gradient was wrong" ("I'd" for "I had")
+    r"|(?<!\bas\s)\b(?:i|we)'d\s+(?:said|thought|assumed|believed|suspected|guessed|blamed|claimed)\b"
     # round 12: "I had written: "X"" (not "I wrote a probe")
     r"|\b(?:i|we)\s+(?:had\s+)?(?:written|wrote)\b(?!\s+(?:a|an|the|some|this|that|my|our)\s+(?:\w+\s+)?(?:test|probe|script|"
     r"patch|fix|check|repro|reproducer|harness|hook|tool|program|function|loop|version|change)s?\b)"
@@ -477,7 +479,7 @@ ANAPHORIC_IF = re.compile(
 PROSE_SENTENCE_END = re.compile(
     r"[!?](?!=)|" + _ABBR + r"[.][\x22\u201d\u2019]*(?=\s|$)|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)"
 )
-MODAL = re.compile(r"\b(?:were|would|could|might|likely|probably)\b", re.IGNORECASE)
+MODAL = re.compile(r"\b(?:were|would|could|might|likely|probably)(?:n't)?\b", re.IGNORECASE)
 #: A sentence that concedes what it goes on to dismiss ("Even granting that X, the difference would be …"): what
 #: it grants is neither claimed nor put forward.
 GRANTING = re.compile(r"[\W_]*(?:even\s+)?(?:granting|granted|conceding|admitting)\s+that\b", re.IGNORECASE)
@@ -583,7 +585,7 @@ SENTENCE_DENIAL = re.compile(
     # round 9: the symptom as the subject of a denied cause ("the discrepancy is not caused by X"), when the
     # sentence names no other cause ("… but by Y")
     r"(?:the|this|that|our|a)\s+(?:[\w-]+\s+){0,2}?(?:discrepancy|drift|divergence|gap|difference|mismatch|problem|issue|bug|"
-    r"failure|regression|deviation|symptom|error|oom|spike|desync|slowdown)s?\s+(?:is|are|was|were)(?:\s+not|n't)\s+(?:(?:caused|"
+    r"failure|regression|deviation|symptom|error|oom|spike|desync|slowdown|hang|deadlock|stall|crash|divergence)s?\s+(?:is|are|was|were)(?:\s+not|n't)\s+(?:(?:caused|"
     r"explained|driven|triggered)\s+by|due\s+to|coming\s+from)\b(?![^.!?\n]*\b(?:but|rather(?!\s+than)|instead(?!\s+of))\b)|"
     r"(?:someone|somebody|one|people|you|a\s+reviewer|others|a\s+skeptic)\s+(?:might|may|could|would)\s+"
     r"(?:say|argue|think|claim|suggest|guess|assume|object)\b|"
@@ -750,6 +752,9 @@ ATTRIBUTION = re.compile(
     r"suggesting|stating|reporting|insisting)\b(?:\s+that\b)?"
     r"|(?:someone|somebody|one|people|a\s+reviewer|others|a\s+skeptic)\s+(?:might|may|could|would)\s+(?:say|argue|claim|suggest)\b"
     r"(?:\s+that\b)?"
+    # round 15: a case made for a claim the agent is about to answer ("The argument would go: X", "I know the claim: X")
+    r"|(?:the|their|his|her)\s+(?:argument|claim|story|reasoning|theory|case)\s+(?:would\s+go|goes|went|runs|ran|would\s+be)\s*:"
+    r"|(?:i|we)\s+know\s+the\s+(?:claim|argument|story|theory)\s*:"
     r"|(?:the\s+)?(?:received|common|conventional|usual|popular|accepted|standard|team'?s?)\s+"
     r"(?:wisdom|explanation|theory|story|view|belief|assumption|diagnosis)\s+(?:is|was|says?|said)\b(?:\s+that\b)?)",
     re.IGNORECASE,
@@ -769,6 +774,69 @@ DOUBT = re.compile(
     r"|\bnot\s+convinced\b",
     re.IGNORECASE,
 )
+
+
+#: A sentence whose subject is someone else or what they wrote ("Ticket FT-212, filed by the cluster team, gives the
+#: root cause as: X", "The on-call note in the incident doc puts the hang down to X", "A colleague extends that: X",
+#: "From #training, Dana: "X""), whatever its verb: what it says is theirs when the agent later declines it
+#: (:data:`DISTANCING`).
+THIRD_PARTY = re.compile(
+    rf"{_START}[\W_]*(?:(?:from|in|on|under|per|at)\s+[^,:;.!?\n]{{1,60}}?(?:[,:]\s*|\s+(?=(?:someone|somebody|people|a|an|one|the)\s))"
+    r"|(?:(?:i|we)\s+)?(?:found|read|saw|came\s+across|dug\s+up)\s+"
+    r"|there(?:'s|\s+is|\s+was)\s+(?=(?:a|an|one|this)\s+(?:[#\w.'()-]+\s+){0,4}?" + _DOCUMENT + r"\b))?(?:"
+    rf"(?:a|an|one|another|the|some|their|his|her|this|that|my|our|{_WHEN})\s+(?:[#\w.'-]+\s+){{0,3}}?{_PERSON}\b"
+    rf"|(?:a|an|one|another|the|some|their|his|her|this|that|{_WHEN})\s+(?:[#\w.'-]+\s+){{0,3}}?{_DOCUMENT}\b"
+    r"|(?:someone|somebody|he|she|they)\b"
+    r"|(?:(?:jira|ticket|issue|bug)\s+)?(?-i:[A-Z][A-Z0-9]{1,9})-\d+\b"
+    r"|(?:[\w-]+\s+){0,2}(?:issue|pr|pull\s+request|ticket|bug)\s*#?\d+\b|[\w.-]+\s*#\d+\b"
+    rf"|{_NAME}\s*(?::|\s+(?:in|on|from|at)\s+(?:the\s+)?[#\w-]+\s*[:,]))",
+    re.IGNORECASE,
+)
+#: The agent declining a claim it reported, without refuting it ("I'm not endorsing that conclusion", "Noting it as
+#: Dana's guess", "Not something I've confirmed", "I'm leaving it open", "I pushed back", "I don't think that carries
+#: over to us", "I think the reviewer is mistaken", "Those threads are about different stacks; I'm not assuming it
+#: applies here").
+DISTANCING = re.compile(
+    r"\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:\w+\s+)?not\s+(?:yet\s+)?(?:endorsing|signing\s+off|adopting|relying|assuming|vouching|"
+    r"accepting|buying|taking\s+(?:it|this|that)\s+(?:on|as))\b"
+    r"|\bwithout\s+(?:endorsing|adopting|accepting|vouching\s+for|signing\s+off)\b"
+    r"|\bnot\s+something\s+(?:i|we)(?:'ve|\s+have)\s+(?:\w+\s+)?(?:confirmed|verified|checked|tested|reproduced|seen)\b"
+    r"|\b(?:i|we)\s+(?:haven't|have\s+not|couldn't|could\s+not|can't|cannot)\s+(?:yet\s+)?(?:confirm|confirmed|verify|verified|"
+    r"evaluate|evaluated|reproduce|reproduced|check|checked|validate|validated|establish|established)\b"
+    r"|\bleaving\s+(?:it|this|that|them|its\s+\w+|the\s+\w+)\s+(?:open|unconfirmed|unverified|aside)\b"
+    r"|\b(?:noting|recording|logging|filing|keeping|writing\s+(?:it|this|that)\s+down)\s+(?:(?:it|this|that|them)\s+)?"
+    r"(?:down\s+)?as\s+(?:an?\s+)?(?:(?:his|her|their|the\s+[\w-]+'s|[\w-]+'s)\s+)?(?:[\w-]+\s+)?(?:guess|theory|claim|diagnosis|"
+    r"hypothesis|view|read|take|opinion|lead|suggestion|conclusion)\b"
+    r"|\bpushed\s+back\b|\b(?:not|isn't|aren't)\s+applicable\b"
+    r"|\b(?:i|we)\s+(?:don't|do\s+not)\s+think\s+(?:that|it|this|they|those|the\s+\w+)\s+(?:carries|carry)\s+over\b"
+    r"|\b(?:i|we)\s+think\s+(?:the|they|he|she|(?-i:[A-Z][a-z]+))\s+(?:\w+\s+)?(?:is|are)\s+(?:mistaken|wrong)\b"
+    r"|\bnot\s+(?:assuming|adopting)\s+(?:it|this|that|their|his|her)\b",
+    re.IGNORECASE,
+)
+#: How many sentences after a third party's sentence the agent may decline it.
+DISTANCING_SENTENCES = 4
+
+
+def _declined(text: str, opener: re.Match[str]) -> tuple[int, int] | None:
+    """The span of a third party's claim that opens at ``opener`` and that the agent declines within
+    :data:`DISTANCING_SENTENCES` sentences of its paragraph, up to the declining words; a sentence in the agent's
+    own voice or a rebuttal before them ends it first. ``None`` when nothing declines it, or it is endorsed."""
+    begin = _prose_sentence(text, opener.start())[0]
+    stop = min(_sentences_after(text, _prose_sentence(text, opener.start())[1], DISTANCING_SENTENCES),
+               _paragraph_end(text, opener.end()))  # fmt: skip
+    declined = DISTANCING.search(text, opener.end(), stop)
+    if declined is None or _endorsed(text, opener.end(), declined.start(), reach=0):
+        return None
+    end = _prose_sentence(text, declined.start())[0]
+    at = _prose_sentence(text, opener.start())[1]
+    for _ in range(DISTANCING_SENTENCES):  # a sentence of the agent's own before the declining one
+        start = at + len(text[at:end]) - len(text[at:end].lstrip()) if at < end else end
+        if start >= end:
+            break
+        if FIRST_PERSON.match(text, start) or REBUTTAL_START.match(text, start):
+            return begin, start
+        at = max(_prose_sentence(text, start)[1], start + 1)
+    return begin, end if end > begin else declined.start()
 
 
 def _sentences_after(text: str, stop: int, count: int) -> int:
@@ -900,6 +968,22 @@ TENTATIVE = re.compile(
     r"|(?<!\bon\s)(?<!\bupon\s)\bthe\s+(?:assumption|premise)\s+that\b",
     re.IGNORECASE,
 )
+#: A paragraph that opens by putting its claim forward ("Possibly (needs a check): X", "Could the ranks be disagreeing
+#: on the width?"): the paragraph is put forward, not asserted, unless confirmed. "Probably" and "I suspect" are
+#: hedges of degree or cover their own sentence (:data:`TENTATIVE`); a yes/no question answered after it is no
+#: hypothesis ("Do the ranks start from different weights? No, …").
+HYPOTHESIS_OPENING = re.compile(
+    r"(?:^|(?<=\n\n))[ \t]*[\W_]*(?:(?:maybe|perhaps|possibly)\s*(?:\([^()\n]{1,80}\)\s*)?[:,(]"
+    r"|(?:could|might|may)\s+(?:it|the|this|that|our|each|one|some)\b[^.!?\n]{0,200}\?)",
+    re.IGNORECASE,
+)
+#: A sentence that doubts what the paragraph put forward ("If that's right, …", "If I'm right, …"); "If so, …"
+#: draws a consequence and is not here.
+IF_RIGHT = re.compile(
+    r"(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:if|assuming)\s+(?:that's|that\s+is|this\s+is|i'm|i\s+am|we're|this\s+reading\s+is)\s+"
+    r"(?:right|correct|true|the\s+case)\b",
+    re.IGNORECASE,
+)
 #: An "unverified" disclaimer ("not verified yet", "untested", "I haven't checked this"): the paragraph
 #: before it is put forward, not asserted.
 UNVERIFIED = re.compile(
@@ -927,11 +1011,18 @@ UNVERIFIED = re.compile(
     # reading of engine.py so far", "From reading only"
     r"|\b(?:can't|cannot|can\s+not|couldn't)\s+(?:yet\s+)?(?:prove|confirm|verify|show)\s+(?:it|this|that)(?:\s+yet)?"
     r"|\bstill\s+(?:need|have)\s+to\s+(?:run|check|verify|test|confirm|measure|probe)(?:\s+(?:it|this|that))?"
+    # round 15: "Still need to run it to see if that's real.", "I'd want a dump to confirm", "Haven't confirmed by
+    # checking `id()`s yet."
+    r"(?:\s+to\s+(?:see|check|find\s+out|know)\s+(?:if|whether)\s+[^.!?\n]{1,60}?)?"
+    r"|\b(?:i|we)(?:'d|\s+would)\s+(?:want|need|like)\s+(?:a|an|another|one\s+more)\s+[\w-]+(?:\s+[\w-]+)?\s+to\s+(?:confirm|verify|"
+    r"be\s+sure|check)"
+    r"|\b(?:haven't|have\s+not|hasn't|has\s+not)\s+(?:yet\s+)?(?:verified|confirmed|checked)\s+(?:it\s+|this\s+|that\s+)?by\s+"
+    r"(?:checking|comparing|printing|logging|dumping|running|measuring)\b[^.!?\n]{1,60}?"
     r"|\bpending\s+(?:a|the|an|some)\s+(?:[\w-]+\s+){0,2}?(?:probe|run|test|check|experiment|measurement|confirmation)s?"
     r"|\bnothing\s+(?:run|tested|verified|checked|measured|confirmed|executed)(?:\s+(?:yet|so\s+far))?"
     r"|\b(?:just|only|merely)\s+(?:a|my)\s+(?:\w+\s+)?(?:reading|guess|hunch|theory|hypothesis)(?:\s+(?:of|from)\s+\S+?)?"
     r"(?:\s+so\s+far)?|\bfrom\s+(?:reading|the\s+code|the\s+source)\s+(?:only|alone)"
-    r"|\bwithout\s+(?:running|testing|having\s+(?:run|tested))\s+(?:anything|it|this|that)"
+    r"|\bwithout\s+(?:running|testing|having\s+(?:run|tested|proved|proven|confirmed|verified|checked))\s+(?:anything|it|this|that)"
     # round 13: "I want a run that shows per-rank counts before I call it", "Looks likely from reading,",
     # "Need to dump the masters per rank to confirm."
     r"|\b(?:i|we)\s+(?:want|need|'d\s+like|would\s+like)\s+(?:a|another|one\s+more|to\s+see\s+a)\s+(?:[\w-]+\s+){0,2}?(?:run|test|"
@@ -943,6 +1034,9 @@ UNVERIFIED = re.compile(
     # round 3: a terse note's promise to test what it just put forward ("Will confirm.", "To verify.", "Going to
     # verify.", "Testing next.") as a sentence of its own
     r"|\bto\s+find\s+out"
+    # round 15: a plan to check what was just put forward, closing its sentence ("I'll print the norms next to check.")
+    r"|\b(?:i'll|i\s+will|we'll|we\s+will|(?:i'm|we're)\s+going\s+to)\s+\w+\b[^.!?\n]{0,60}?\bto\s+(?:check|confirm|verify|"
+    r"see|find\s+out)(?:\s+(?:it|this|that))?(?=\s*[.!]\s*$|\s*[.!]\s*\n)"
     # round 14: the agent's own unchecked object ("I haven't checked the attributes yet"; "the layers haven't run their
     # backward yet" describes code)
     r"|\b(?:i|we)\s+(?:haven't|have\s+not|didn't|did\s+not)\s+(?:yet\s+)?(?:verified|confirmed|tested|checked|measured|probed|"
@@ -1128,6 +1222,11 @@ def scopes(text: str) -> Scopes:
             break
         if not _endorsed(text, postposed.end(), postposed.end()):
             attributed.append((_prose_sentence(text, postposed.start())[0], postposed.end()))
+    for n, opener in enumerate(THIRD_PARTY.finditer(text)):
+        if n >= MAX_SCOPES:
+            break
+        if (span := _declined(text, opener)) is not None:
+            attributed.append(span)
     for n, named in enumerate(NAMED_AS_THEIRS.finditer(text)):
         if n >= MAX_SCOPES:
             break
@@ -1144,6 +1243,12 @@ def scopes(text: str) -> Scopes:
         # a later paragraph that says what actually happens is the agent's own finding, not the label's
         actual = ACTUAL_PARAGRAPH.search(text, label.end(), end)
         tentative.append((label.start(), actual.start() if actual else end))
+    for n, opening in enumerate(HYPOTHESIS_OPENING.finditer(text)):
+        if n >= MAX_SCOPES:
+            break
+        end = _paragraph_end(text, opening.end())
+        actual = ACTUAL_PARAGRAPH.search(text, opening.end(), end)
+        tentative.append((opening.start(), actual.start() if actual else end))
     for n, marker in enumerate(TENTATIVE.finditer(text)):
         if n >= MAX_SCOPES:
             break
@@ -1154,6 +1259,13 @@ def scopes(text: str) -> Scopes:
         if n >= MAX_SCOPES:
             break
         tentative.append((_paragraph_start(text, disclaimer.start()), _prose_sentence(text, disclaimer.start())[1]))
+    for n, doubt in enumerate(IF_RIGHT.finditer(text)):
+        if n >= MAX_SCOPES:
+            break
+        # "I suspect X. <details>. If that's right, Y": the whole chain, from the sentence that put X forward
+        put = [a for a, b in tentative if _paragraph_start(text, doubt.start()) <= a < doubt.start()]
+        if put:
+            tentative.append((min(put), _prose_sentence(text, doubt.start())[1]))
     # a confirmation promised on a condition ("If it drops with TP size this is confirmed") confirms nothing yet
     confirmations = tuple(
         m.start()
@@ -1329,6 +1441,8 @@ def _reading(pattern: re.Pattern[str], match: re.Match[str], view: View, at: Ass
             return "denied"
         if not _endorsed(view.source, at.start, _prose_sentence(view.source, at.start)[1]):
             return "attributed"
+    if _denial_continued(view.text, match.start()):
+        return "denied"
     if _negated_before(view.text, match, wrong=wrong):
         # a negation limited to some cases, or one whose clause ends inside the match ("… are not averaged
         # across ranks and each replica moves differently": the match's own claim is past the break), denies
@@ -1414,6 +1528,23 @@ def _causation_denied(pattern: re.Pattern[str], match: re.Match[str]) -> bool:
         if _survives(pattern, text, predicate.start("neg"), predicate.end("neg")):
             return True
     return False
+
+
+#: A sentence that only says more precisely what the sentence before it named ("I mean X", "That is, X").
+CONTINUATION = re.compile(
+    r"[\W_]*(?:i\s+mean|that\s+is\s*,|namely|specifically|to\s+be\s+(?:precise|specific)\s*,)", re.IGNORECASE
+)
+
+
+def _denial_continued(text: str, at: int) -> bool:
+    """Whether the match at ``at`` is in a sentence that spells out what the sentence before it denied as the cause
+    ("The divisor is not why ep2 and ep1 diverge. I mean the expert-dp group's size being used instead of W.")."""
+    begin = _prose_sentence(text, at)[0]
+    if begin == 0 or not CONTINUATION.match(text, begin):
+        return False
+    before, end = _prose_sentence(text, begin - 1)
+    closing = [m for m in CAUSE_DENIED.finditer(text, before, end) if _tail(m).fullmatch(text, m.end(), end)]
+    return bool(closing) and not CONTRAST.search(text, closing[-1].end(), end)
 
 
 def _in_denied_causation(text: str, at: int, end: int) -> bool:
@@ -1791,7 +1922,9 @@ def _prose_sentence(text: str, at: int) -> tuple[int, int]:
 
 #: A claim named as a proposition ("the idea that X", "the claim that X") …
 PROPOSITION = re.compile(
-    r"\bthe\s+(?:idea|theory|hypothesis|notion|suggestion|conjecture|claim|assumption|premise|story|explanation)\s+that\b",
+    r"\bthe\s+(?:idea|theory|hypothesis|notion|suggestion|conjecture|claim|assumption|premise|story|explanation)"
+    # round 15: "the idea going around, that X, does not hold"
+    r"(?:\s+(?:going|floating|doing)\s+(?:around|the\s+rounds))?\s*,?\s+that\b",
     re.IGNORECASE,
 )
 #: … whose own predicate, later in its sentence, calls it false ("… is incorrect for this workspace", "… doesn't hold").
