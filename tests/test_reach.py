@@ -51,6 +51,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--lr", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--hang", action="store_true")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     model = torch.nn.Linear(4, 2)
@@ -61,6 +62,10 @@ def main() -> None:
         loss = torch.nn.functional.mse_loss(model(inputs), targets)
         loss.backward()
         optimizer.step()
+    if args.hang:  # a job that stops making progress after its steps (a collective nobody answers)
+        import time
+
+        time.sleep(3600)
     print("trained", float(loss))
 
 
@@ -125,6 +130,10 @@ def test_spec_parses_and_lays_variant_overrides_over_runs(tmp_path: Path) -> Non
     assert spec.runs_of(variant)["trusted"].devices == 2
     assert spec.runs_of(spec.variants[0])["trusted"].devices == 1
     assert spec.runs["failing"].launch("pkg/tc_train.py") == "torchrun --nproc_per_node 2 pkg/tc_train.py"
+    assert spec.runs["failing"].stop_after_s is None
+    hangs = load_spec(_spec(tmp_path, text.replace("[run.failing]\n", "[run.failing]\nstop_after_s = 60\n")))
+    assert hangs.runs["failing"].stop_after_s == 60
+    assert hangs.runs_of(hangs.variant("consistency-only"))["failing"].stop_after_s == 60  # a variant keeps it
 
 
 @pytest.mark.parametrize(
@@ -138,6 +147,8 @@ def test_spec_parses_and_lays_variant_overrides_over_runs(tmp_path: Path) -> Non
         (('entry = "pkg/train.py"', 'entry = "/etc/passwd.py"'), "expected a relative path"),
         (('"ConsistencyRelation"', '"x; rm -rf /"'), "does not match"),
         (("devices = 1", "devices = 0"), "expected an integer from 1 to 16"),
+        (("devices = 1", "devices = 1\nstop_after_s = 0"), "run.trusted.stop_after_s: expected an integer from 1"),
+        (("devices = 1", "devices = 1\nstop_after_s = true"), "run.trusted.stop_after_s: expected an integer from 1"),
         (('name = "consistency-only"', 'name = "default"'), "names must be unique"),
         (('models_to_track = ["model"]', 'models_to_track = ["model", "m; id"]'), "does not match"),
     ],
@@ -339,6 +350,27 @@ def test_the_workflow_replayed_on_a_tiny_pipeline_detects_a_frozen_optimizer(
     assert variant["culprit_named"] is True  # the broken invariant names Optimizer.step
     assert record["summary"]["device_seconds"] > 0
     assert not (reach_case.workspace_dir / ".reach").exists()  # it ran on a scratch copy
+
+
+@pytest.mark.slow
+def test_a_failing_run_that_hangs_is_stopped_and_its_partial_trace_checked(
+    reach_case: CaseSpec, traincheck_runtime: Runtime, bwrap_usable: None
+) -> None:
+    spec = spec_path(reach_case.grader_dir)
+    spec.write_text(spec.read_text().replace('"python {entry} --seed 2 --lr 0"',
+                                             '"python {entry} --seed 2 --lr 0 --hang"\nstop_after_s = 20'))  # fmt: skip
+    record = measure_reach(load_case(reach_case.root), sandbox="bwrap")
+    (variant,) = record["variants"]
+    assert variant["error"] is None, variant["steps"]
+    failing = next(s for s in variant["steps"] if s["step"] == "collect failing")
+    assert failing["note"].startswith("stopped after 20 s without finishing (a hang)"), failing
+    assert 20 <= failing["seconds"] < 120
+    assert variant["detects"] is True, variant  # the steps before the hang already break the invariant
+    # … and a run allowed to hang that fails at once instead is still a failed collection
+    spec.write_text(spec.read_text().replace("--lr 0 --hang", "--lr 0 --no-such-flag"))
+    record = measure_reach(load_case(reach_case.root), sandbox="bwrap")
+    (variant,) = record["variants"]
+    assert variant["error"] is not None and variant["error"].startswith("collecting the failing run failed")
 
 
 @pytest.mark.slow

@@ -26,6 +26,8 @@ Schema (every key is checked; a broken spec is refused with the file and key nam
     [run.trusted]                     # also run.failing and run.healthy
     devices = 1
     command = "torchrun --standalone --nproc_per_node 1 {entry} --config c.yaml"
+    stop_after_s = 60                 # optional: a run that never finishes (a hang) is stopped
+                                      # after this long and the trace it wrote by then is kept
 
     [[variant]]                       # optional; "default" is always run first
     name = "consistency-only"
@@ -84,17 +86,19 @@ KEYS: Mapping[str, frozenset[str]] = {
         }
     ),  # fmt: skip
     "run": frozenset(ROLES),
-    "role": frozenset({"devices", "command"}),
+    "role": frozenset({"devices", "command", "stop_after_s"}),
     "variant": frozenset({"name", "note", "infer_args", "collect_args", "selective", "run"}),
 }
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One traced run: how many devices it leases and its launch command."""
+    """One traced run: how many devices it leases and its launch command; ``stop_after_s`` for a run
+    that never finishes by itself (a hang): it is stopped then, and the trace it wrote is kept."""
 
     devices: int
     command: str
+    stop_after_s: int | None = None
 
     def launch(self, entry: str) -> str:
         """The command with ``{entry}`` replaced by the instrumented copy's path."""
@@ -225,16 +229,19 @@ class _Check:
         if not isinstance(node, Mapping):
             self.fail(where.rstrip("."), "expected a table with devices and command")
         self.keys(node, KEYS["role"], where)
+        stop = base.stop_after_s if base is not None else None
+        if "stop_after_s" in node:
+            stop = self.integer(node, "stop_after_s", where, 1, MAX_TIMEOUT_S, 1)
         if base is None:
             command = self.string(node, "command", where)
             devices = self.integer(node, "devices", where, 1, MAX_DEVICES, 1)
             if "{entry}" not in command:
                 self.fail(f"{where}command", "must contain {entry} (the instrumented entry script)")
-            return RunSpec(devices, command)
+            return RunSpec(devices, command, stop)
         command = self.string(node, "command", where, default=base.command) if "command" in node else base.command
         if "{entry}" not in command:
             self.fail(f"{where}command", "must contain {entry} (the instrumented entry script)")
-        return RunSpec(self.integer(node, "devices", where, 1, MAX_DEVICES, base.devices), command)
+        return RunSpec(self.integer(node, "devices", where, 1, MAX_DEVICES, base.devices), command, stop)
 
     def spec(self, data: Mapping[str, Any]) -> ReachSpec:
         self.keys(data, KEYS[""], "")

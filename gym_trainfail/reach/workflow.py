@@ -119,7 +119,11 @@ class VariantResult:
             "name": self.variant.name,
             "note": self.variant.note,
             "flags": self.variant.flags(),
-            "runs": {role: {"devices": run.devices, "command": run.command} for role, run in runs.items()},
+            "runs": {
+                role: {"devices": run.devices, "command": run.command}
+                | ({"stop_after_s": run.stop_after_s} if run.stop_after_s is not None else {})
+                for role, run in runs.items()
+            },
             "error": self.error or None,
             "invariants": self.invariants,
             "failing": _check_json(self.failing),
@@ -290,15 +294,22 @@ class Workflow:
         result.culprit_hits = naming(result.failing_only(), pattern)
 
     def _collect(self, role: str, run: RunSpec, variant: Variant, invariants: str | None, result: VariantResult) -> str:
-        key = _key(run.command, run.devices, variant.collect_args, invariants)
+        key = _key(run.command, run.devices, run.stop_after_s, variant.collect_args, invariants)
         if key in self._traces:
             return self._traces[key]
         folder = f"{WORKSPACE}/{REACH_DIR}/traces/{role}-{key}"
         launcher = f"{REACH_DIR}/launch-{role}-{key}.sh"
+        stopped = f"{REACH_DIR}/stopped-{role}-{key}"
         entry = str(self.tc_entry)
         assert self.sandbox is not None
+        launch = run.launch(entry)
+        if run.stop_after_s is not None:
+            # a run that never finishes (a hang) is stopped at its deadline; the launcher, not the
+            # collector, is stopped, so TrainCheck keeps what its workers flushed by then
+            launch = (f"rm -f {stopped}\ntimeout -k 10 {run.stop_after_s} bash -c {shlex.quote(launch)}\ncode=$?\n"
+                      f"[ $code -eq 124 ] && echo stopped > {stopped}\nexit $code")  # fmt: skip
         (self.sandbox.host_workspace / launcher).write_text(
-            f"cd {WORKSPACE}\nexport PYTHONPATH={WORKSPACE}\n{run.launch(entry)}\n", encoding="utf-8"
+            f"cd {WORKSPACE}\nexport PYTHONPATH={WORKSPACE}\n{launch}\n", encoding="utf-8"
         )
         argv = ["traincheck-collect", "-p", entry, "-s", launcher, "-t", *self.spec.modules,
                 *variant.collect_args, "--output-dir", folder]  # fmt: skip
@@ -313,13 +324,21 @@ class Workflow:
             step = self._exec(command, self.spec.timeout_s, devices=run.devices)
             step.name = f"collect {role}" + (f" (attempt {attempt + 1})" if attempt else "")
             host_folder = self.sandbox.host_workspace / folder.removeprefix(f"{WORKSPACE}/")
+            megabytes = _folder_mb(self.sandbox.host_workspace, folder)
+            hung = run.stop_after_s is not None and _marked_stopped(self.sandbox.host_workspace / stopped)
+            hung = hung and _has_traces(host_folder)
+            if hung:
+                # the hang the spec expects: the partial trace is the measurement, not a failure
+                step.note = f"stopped after {run.stop_after_s} s without finishing (a hang); {megabytes:.1f} MB kept"
+                result.steps.append(step)
+                break
             if step.exit_code != 0:  # the pipeline's own last words say more than the collector's
                 step.note += " | program output: " + _tail(host_folder / "program_output.txt")
-            step.note = step.note or f"{_folder_mb(self.sandbox.host_workspace, folder):.1f} MB of traces"
+            step.note = step.note or f"{megabytes:.1f} MB of traces"
             result.steps.append(step)
             if step.exit_code == 0:
                 break
-        if step.exit_code != 0:
+        if step.exit_code != 0 and not hung:
             raise StepFailed(f"collecting the {role} run failed: {step.note}")
         self._traces[key] = folder
         return folder
@@ -434,6 +453,18 @@ def _tail(path: Path, max_bytes: int = 4096) -> str:
         handle.seek(max(0, info.st_size - max_bytes))
         lines = handle.read(max_bytes).decode("utf-8", "replace").strip().splitlines()
     return " | ".join(line[:300] for line in lines[-3:])
+
+
+def _marked_stopped(path: Path) -> bool:
+    """Whether the launcher marked its run as stopped at its deadline (a plain file holding "stopped")."""
+    return _tail(path, max_bytes=64) == "stopped"
+
+
+def _has_traces(folder: Path) -> bool:
+    """Whether ``folder`` holds a non-empty TrainCheck trace file (``trace_*.log``; no links)."""
+    if not folder.is_dir() or folder.is_symlink():
+        return False
+    return any(p.is_file() and not p.is_symlink() and p.lstat().st_size > 0 for p in folder.glob("trace_*.log"))
 
 
 def _folder_mb(workspace: Path, folder: str) -> float:
