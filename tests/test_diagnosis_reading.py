@@ -820,8 +820,12 @@ def test_round_fourteen_denials_reports_and_disclaimers(statement: str, expected
         ("I'd said the planner misses the head: three buffers, while the checkpoint inputs stay live.", False, False),
         ("If the planner misses the head, three buffers while the checkpoint inputs stay live wouldn't be priced.",
          False, True),
-        (CORRECT + " I'll print the per-call peaks next to check.", False, True),
         (CORRECT + " I'd want a dump to confirm.", False, True),
+        # a planned check claims nothing: "I suspect X. I'll print the <concept's words> next to check." stays put
+        # forward; the plan does not make an assertion before it a hypothesis either
+        ("I suspect the planner misses the head, with three buffers. I'll print whether the checkpoint inputs stay "
+         "live next to check.", False, False),
+        (CORRECT + " I'll print the per-call peaks next to check.", True, True),
         ("I suspect, without having proved it, that the planner misses the head: three buffers while the checkpoint "
          "inputs stay live.", False, True),
     ],

@@ -1034,9 +1034,6 @@ UNVERIFIED = re.compile(
     # round 3: a terse note's promise to test what it just put forward ("Will confirm.", "To verify.", "Going to
     # verify.", "Testing next.") as a sentence of its own
     r"|\bto\s+find\s+out"
-    # round 15: a plan to check what was just put forward, closing its sentence ("I'll print the norms next to check.")
-    r"|\b(?:i'll|i\s+will|we'll|we\s+will|(?:i'm|we're)\s+going\s+to)\s+\w+\b[^.!?\n]{0,60}?\bto\s+(?:check|confirm|verify|"
-    r"see|find\s+out)(?:\s+(?:it|this|that))?(?=\s*[.!]\s*$|\s*[.!]\s*\n)"
     # round 14: the agent's own unchecked object ("I haven't checked the attributes yet"; "the layers haven't run their
     # backward yet" describes code)
     r"|\b(?:i|we)\s+(?:haven't|have\s+not|didn't|did\s+not)\s+(?:yet\s+)?(?:verified|confirmed|tested|checked|measured|probed|"
@@ -1443,6 +1440,8 @@ def _reading(pattern: re.Pattern[str], match: re.Match[str], view: View, at: Ass
             return "attributed"
     if _denial_continued(view.text, match.start()):
         return "denied"
+    if PLANNED_CHECK.match(view.text, _prose_sentence(view.text, match.start())[0]):
+        return "open"  # "I'll print the per-rank norms next to check.": what it will look at, not a claim
     if _negated_before(view.text, match, wrong=wrong):
         # a negation limited to some cases, or one whose clause ends inside the match ("… are not averaged
         # across ranks and each replica moves differently": the match's own claim is past the break), denies
@@ -1530,6 +1529,14 @@ def _causation_denied(pattern: re.Pattern[str], match: re.Match[str]) -> bool:
     return False
 
 
+#: A sentence that plans a check ("I'll print the per-rank norms next to check.", "Next I'll log the widths to
+#: confirm."): the words in it name what will be looked at, they claim nothing.
+PLANNED_CHECK = re.compile(
+    r"[\W_]*(?:(?:next|then|now)\s*,?\s+)?(?:i'll|i\s+will|we'll|we\s+will|(?:i'm|we're)\s+going\s+to)\s+(?:\w+\s+)?(?:print|log|dump|"
+    r"compare|measure|trace|plot|record|time|count|check|instrument)\b[^.!?\n]{0,120}?\bto\s+(?:check|confirm|verify|see|find\s+out|"
+    r"test|rule)\b[^.!?\n]{0,60}?[.!](?=\s|$)",
+    re.IGNORECASE,
+)
 #: A sentence that only says more precisely what the sentence before it named ("I mean X", "That is, X").
 CONTINUATION = re.compile(
     r"[\W_]*(?:i\s+mean|that\s+is\s*,|namely|specifically|to\s+be\s+(?:precise|specific)\s*,)", re.IGNORECASE
