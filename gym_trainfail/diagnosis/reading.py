@@ -821,16 +821,15 @@ def _declined(text: str, opener: re.Match[str]) -> tuple[int, int] | None:
     """The span of a third party's claim that opens at ``opener`` and that the agent declines within
     :data:`DISTANCING_SENTENCES` sentences of its paragraph, up to the declining words; a sentence in the agent's
     own voice or a rebuttal before them ends it first. ``None`` when nothing declines it, or it is endorsed."""
-    begin = _prose_sentence(text, opener.start())[0]
-    stop = min(_sentences_after(text, _prose_sentence(text, opener.start())[1], DISTANCING_SENTENCES),
-               _paragraph_end(text, opener.end()))  # fmt: skip
+    begin, at = _prose_sentence(text, opener.start())
+    stop = min(_sentences_after(text, at, DISTANCING_SENTENCES), _paragraph_end(text, opener.end()))
     declined = DISTANCING.search(text, opener.end(), stop)
     if declined is None or _endorsed(text, opener.end(), declined.start(), reach=0):
         return None
     end = _prose_sentence(text, declined.start())[0]
-    at = _prose_sentence(text, opener.start())[1]
     for _ in range(DISTANCING_SENTENCES):  # a sentence of the agent's own before the declining one
-        start = at + len(text[at:end]) - len(text[at:end].lstrip()) if at < end else end
+        gap = text[at:end]
+        start = min(end, at + len(gap) - len(gap.lstrip()))
         if start >= end:
             break
         if FIRST_PERSON.match(text, start) or REBUTTAL_START.match(text, start):
@@ -1260,7 +1259,8 @@ def scopes(text: str) -> Scopes:
         if n >= MAX_SCOPES:
             break
         # "I suspect X. <details>. If that's right, Y": the whole chain, from the sentence that put X forward
-        put = [a for a, b in tentative if _paragraph_start(text, doubt.start()) <= a < doubt.start()]
+        paragraph = _paragraph_start(text, doubt.start())
+        put = [a for a, _ in tentative if paragraph <= a < doubt.start()]
         if put:
             tentative.append((min(put), _prose_sentence(text, doubt.start())[1]))
     # a confirmation promised on a condition ("If it drops with TP size this is confirmed") confirms nothing yet

@@ -325,8 +325,8 @@ class Workflow:
             step.name = f"collect {role}" + (f" (attempt {attempt + 1})" if attempt else "")
             host_folder = self.sandbox.host_workspace / folder.removeprefix(f"{WORKSPACE}/")
             megabytes = _folder_mb(self.sandbox.host_workspace, folder)
-            hung = run.stop_after_s is not None and _marked_stopped(self.sandbox.host_workspace / stopped)
-            hung = hung and _has_traces(host_folder)
+            hung = (run.stop_after_s is not None and _marked_stopped(self.sandbox.host_workspace / stopped)
+                    and _has_traces(host_folder))  # fmt: skip
             if hung:
                 # the hang the spec expects: the partial trace is the measurement, not a failure
                 step.note = f"stopped after {run.stop_after_s} s without finishing (a hang); {megabytes:.1f} MB kept"
