@@ -835,3 +835,85 @@ def test_round_fifteen_declined_reports_hypothesis_paragraphs_and_denials(
 ) -> None:
     verdict = RubricJudge().judge(statement, RUBRIC)
     assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)
+
+
+#: The mechanism of :data:`RUBRIC` as a claim someone else makes (round sixteen's reported claims).
+CLAIM = "the planner misses the head: three buffers while the checkpoint inputs stay live"
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # reported claims: agreeing with closing a ticket rejects it; "whether that explanation is accurate" endorses
+        # nothing; a possessive "read"; a label passing someone's words along; a claim linked "with the claim that"
+        ("TRAIN-412 (opened by the on-call) claims " + CLAIM + ". Infra closed it as cannot-reproduce, and I agree "
+         "with closing it.", False, False),
+        ('Draft PR #41 from another team member says: "' + CLAIM + '." I have no view on whether that explanation '
+         "is accurate.", False, False),
+        ("From standup: Amara's read is that " + CLAIM + ". I've no view on it yet.", False, False),
+        ("Passing along Marek's diagnosis, which I have not checked: he says " + CLAIM + ".", False, False),
+        ("Someone linked issue #5605 in our channel, with the claim that " + CLAIM + ". I've only skimmed it.",
+         False, False),
+        # … and declined: "I don't think the analogy holds", "I haven't reproduced that myself", a factive report
+        # doubted ("warns that", "was exactly this", "I don't see how it can bite us")
+        ("Issue #115710 describes a similar bug. A colleague maps that onto us: " + CLAIM + ". I don't think the "
+         "analogy holds.", False, False),
+        ("Priya's message in #memory puts it on the planner: " + CLAIM + ". I haven't reproduced that myself.",
+         False, False),
+        ("PyTorch issue #72548 warns that " + CLAIM + ". That discussion predates our planner, so I don't think it "
+         "applies to us.", False, False),
+        ("DeepSpeed PR #1801 (the LayerNorm mismatch) was exactly this: " + CLAIM + ". We run a release with that "
+         "fix, so I don't see how it can bite us.", False, False),
+        ("A forum answer I found on FSDP2 says that " + CLAIM + ".", False, False),
+        ("Upstream (OpenPipe/ART #898) someone describes exactly this: " + CLAIM + ". Whether our planner behaves "
+         "like theirs I can't say.", False, False),
+        ('A parallel investigation filed this conclusion: "' + CLAIM + '." It is their finding, not mine.',
+         False, False),
+        # … but the agent's own finding that a factive report agrees with stays its own
+        ("PyTorch issue #72548 warns that " + CLAIM + ". That is what happens here.", True, True),
+    ],
+)  # fmt: skip
+def test_round_sixteen_reported_claims(statement: str, expected: bool, hypothesis: bool) -> None:
+    verdict = RubricJudge().judge(statement, RUBRIC)
+    assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # hypotheses: a candidate "I'm considering", "This might be the …", a guess with an aside before its "is",
+        # a three-word label, "Is it possible …?", a confirmation promised on a condition, disclaimers
+        ("One explanation I'm considering: " + CLAIM + ". Nothing I've run so far isolates it.", False, True),
+        ("This might be the planner: " + CLAIM + ". I want to instrument the peak before I commit to this.",
+         False, True),
+        ("My best guess right now, which I still need to verify, is that " + CLAIM + ".", False, True),
+        ("Untested chain of reasoning, nothing run yet: " + CLAIM + ".", False, True),
+        ("Is it possible that the planner misses the head? It would hold three buffers while the checkpoint inputs "
+         "stay live.", False, True),
+        ("Could it be that " + CLAIM + "? I'll treat it as a lead until a run confirms it.", False, True),
+        ("Could it be that " + CLAIM + "? Yes: the run confirms it.", True, True),
+        ("I suspect " + CLAIM + ". Haven't checked this against a run yet.", False, True),
+        ("I suspect " + CLAIM + ". I'll instrument it before claiming it.", False, True),
+        # withdrawals: a numbered update dismissed, an experiment that changed nothing
+        ("Update 1: " + CLAIM + ".\n\nUpdate 2: ignore update 1. Looking elsewhere.", False, False),
+        ("My lead was that " + CLAIM + ".\n\nI patched the planner and reran. The patch changed nothing, so the "
+         "planner is not the cause.", False, False),
+        # denials: "X: that is not this bug", "A isn't the problem: X is not what breaks it", "is not a defect"
+        ("The weights are fine. " + CLAIM[0].upper() + CLAIM[1:] + ": that is not this bug.", False, False),
+        ("Head accounting isn't the problem: a planner that misses the head, three buffers while the checkpoint "
+         "inputs stay live, is not what breaks these calls.", False, False),
+        ("A planner that misses the head, which leaves three buffers while the checkpoint inputs stay live, is not "
+         "a defect and not what fails these calls.", False, False),
+        # not denials: a flag's value ("It's false in the shipped config"), a second predicate after "instead of",
+        # a condition stated negatively
+        ("The planner is tied to the strict flag. It's false in the shipped config, so " + CORRECT[0].lower() +
+         CORRECT[1:], True, True),
+        ("The planner doesn't account for the head: it prices the forward instead of the backward and ends up "
+         "without three buffers, while the checkpointed inputs stay live.", True, True),
+        ("When chunks are not split across calls the planner misses the head: three buffers, while the checkpoint "
+         "inputs stay live.", True, True),
+    ],
+)  # fmt: skip
+def test_round_sixteen_hypotheses_withdrawals_and_denials(statement: str, expected: bool, hypothesis: bool) -> None:
+    verdict = RubricJudge().judge(statement, RUBRIC)
+    assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)
