@@ -917,3 +917,81 @@ def test_round_sixteen_reported_claims(statement: str, expected: bool, hypothesi
 def test_round_sixteen_hypotheses_withdrawals_and_denials(statement: str, expected: bool, hypothesis: bool) -> None:
     verdict = RubricJudge().judge(statement, RUBRIC)
     assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # someone else's claim refused before it is reported, and other openers: a name with an accent, several
+        # projects' numbered reports, a note "left in the last run's log" that "reads:", "What the ticket claims:",
+        # a possessive claim noun with any reporting verb or "that", "That conclusion was:", "makes the point that"
+        ("I don't think this holds up, but for the record: in #memory, Tomás said " + CLAIM + ".", False, False),
+        ("Megatron-Bridge #992 and Megatron-LM #4084 describe how " + CLAIM + ". That's their setup.", False, False),
+        ("I don't agree with it, but the note left in the last run's log reads: " + CLAIM + ".", False, False),
+        ("I logged the peaks, so I'm rejecting MEM-88. What the ticket claims: " + CLAIM + ".", False, False),
+        ("I don't think this is right, but the previous agent's notes conclude that " + CLAIM + ".", False, False),
+        ("Ruled out by my fp32 run: the ticket's claim that " + CLAIM + ".", False, False),
+        ("Refuted by my measurement. So I'm not adopting what Marco said in #memory \u2014 that " + CLAIM + ".",
+         False, False),
+        ("I'm discarding the previous session's conclusion. That conclusion was: " + CLAIM + ".", False, False),
+        ("PyTorch issue #72548 makes the point that " + CLAIM + ". I'm not convinced it applies here.", False, False),
+        # … and the agent's own words after such an opener stay its own
+        ("What the ticket claims is beside the point. " + CORRECT, True, True),
+        # withdrawals: "Struck that out:", a timestamped "withdrawn", "withdrawing the X theory"
+        ("First pass: " + CLAIM + ". Struck that out: the meter shows the peak is elsewhere.", False, False),
+        ("14:02: " + CLAIM + ".\n14:20: withdrawn. The meter shows the peak is elsewhere.", False, False),
+        ("- suspected: " + CLAIM + "\n- so withdrawing the head-buffer theory; moving on.", False, False),
+    ],
+)  # fmt: skip
+def test_round_seventeen_refused_reports_and_withdrawals(statement: str, expected: bool, hypothesis: bool) -> None:
+    verdict = RubricJudge().judge(statement, RUBRIC)
+    assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # odds put on a claim make its paragraph a weighted belief; 80% or more commits; a percentage of an effect
+        # is not odds
+        ("~70% on this: " + CLAIM + ". Remaining 30% is the allocator.", False, True),
+        ("Rough odds: 70% that " + CLAIM + "; 30% something in the meter.", False, True),
+        ("I'd put ~65% on the head. " + CORRECT, False, True),
+        ("P(head unpriced) ~ 0.7: " + CLAIM + ".", False, True),
+        ("I'd put ~90% on this: " + CLAIM + ".", True, True),
+        (CORRECT + " The peak is ~30% above the estimate.", True, True),
+        # disclaimers and plans: "Not run yet.", "Worth checking next.", "Running that check next", "Next I'll test
+        # whether X", a "Could `code` …?" question, a need to compare code objects "to confirm"
+        (CORRECT + " Not run yet.", False, True),
+        (CORRECT + " Worth checking next.", False, True),
+        (CORRECT + " Running that check next before changing anything.", False, True),
+        ("Next I'll test whether " + CLAIM + ".", False, True),
+        ("Could `planner.price()` be where the planner misses the head? It would hold three buffers while the "
+         "checkpoint inputs stay live.", False, True),
+        (CORRECT + " I need to compare `meter.peak()` against `planner.price()` to confirm.", False, True),
+        # a denial closing its clause before a semicolon
+        ("A planner that misses the head, with three buffers while the checkpoint inputs stay live, is not why "
+         "these calls fail; I've ruled that out.", False, False),
+        ("The idea that the planner misses the head, so three buffers are held while the checkpoint inputs stay "
+         "live, is not what stalls these calls.", False, False),
+        # not withdrawals or denials: "It isn't" right after someone's reading of a thing as something corrects the
+        # reading; "never X and draw from Y" draws from Y
+        ("Our planner misses the head, because its author built it reading the docs as being about the forward "
+         "only. It isn't: three buffers, while the checkpointed inputs stay live.", True, True),
+        ("I believed that the planner misses the head. It isn't: three buffers, while the checkpointed inputs stay "
+         "live.", False, False),
+        ("The planner never prices the head and falls back on the forward: the planner misses the head, three "
+         "buffers, while the checkpointed inputs stay live.", True, True),
+        # "no" negates its noun: "with no all-reduce and clip each shard" clips each shard
+        ("The planner misses the head with no margin and keeps its three buffers, while the checkpointed inputs "
+         "stay live.", True, True),
+        # an "If …, then …" whose condition the agent only leans towards is put forward; a quoted review comment
+        # under a label with a file:line is the reviewer's
+        ("If the planner misses the head (looks like it from head.py), then three buffers are held while the "
+         "checkpoint inputs stay live.", False, True),
+        ('Review comment on planner.py:83: "' + CLAIM + '." Reviewer\'s opinion; I have not confirmed it.',
+         False, False),
+    ],
+)  # fmt: skip
+def test_round_seventeen_odds_disclaimers_and_denials(statement: str, expected: bool, hypothesis: bool) -> None:
+    verdict = RubricJudge().judge(statement, RUBRIC)
+    assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)

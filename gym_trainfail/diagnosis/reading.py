@@ -102,7 +102,9 @@ CLAUSE_BREAK = re.compile(
     r"we|i|our|my|one|still|instead|also|now|nothing|none|no|nobody|neither)\b)"
     # round 16: a second predicate of the same subject ("averaged over W/ep instead of W and end up ep times too large")
     r"|\band\s+(?=(?:end(?:s|ed)?\s+up|come(?:s)?\s+out|came\s+out|wind(?:s)?\s+up|wound\s+up|turn(?:s|ed)?\s+out|"
-    r"become(?:s)?|became)\b)"
+    r"become(?:s)?|became)\b"
+    # round 17: "the blocks never run inside the tracker's fork and draw from the default stream"
+    r"|(?:draw|draws|drew|pull|pulls|pulled|fall|falls|fell)\s+(?:back\s+)?(?:from|on|to)\b)"
     r"|(?<!\bnot\s)(?<!n't\s)(?<!\bnever\s)\b(?:because|since|while|whereas|when)\b",
     re.IGNORECASE,
 )
@@ -184,7 +186,11 @@ RETRACTION = re.compile(
     r"|\b(?:disregard|ignore)\s+(?:that|this|all\s+(?:of\s+)?that|the\s+above|everything\s+above|what\s+i\s+(?:said|wrote)|"
     r"my\s+(?:earlier|previous|last|first)\b)"
     r"|\bi\s+take\s+(?:that|it|this|everything|all\s+of\s+that)\s+back\b|\bi\s+(?:hereby\s+)?(?:retract|withdraw)\b"
-    r"|\b(?:retracted|withdrawn)\s*[:.!)\]]|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:retracted|withdrawn)\b"
+    r"|\b(?:retracted|withdrawn)\s*[:.!)\]]|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:[\w.-]{1,12}(?::\d\d)?\s*:\s*)?(?:retracted|withdrawn)\b"
+    # round 17: "Struck that out: …", "so withdrawing the shard-norm theory"
+    r"|\bstruck\s+(?:that|this|it)(?:\s+out)?\b"
+    r"|\b(?:retract|withdraw)(?:ing|ed|n)?\s+(?:the|my|that|this)\s+(?:[\w-]+\s+){0,3}?(?:theory|hypothesis|idea|claim|"
+    r"diagnosis|explanation|suspicion|guess)\b"
     r"|(?<=\s)(?-i:Retracted|Withdrawn)\b|(?<=\s)(?-i:Actually|Hmm|Wait|Well),?\s+no\s*[.!,]"
     r"|\b(?:disregard|ignore)\s+(?:the|my|all|everything)\s+(?:\w+\s+){0,3}?(?:above|before\s+this)\b"
     r"|\b(?:disregard|ignore)\s+(?:the|my)\s+(?:earlier|previous|first|initial|original|last)\s+(?:explanation|theory|"
@@ -481,6 +487,13 @@ CONDITIONAL = re.compile(
     r"(?:had|were|should)\s+(?!(?:a|an|to)\b)\w)",
     re.IGNORECASE,
 )
+#: The consequence of an explicit "If …, then …".
+IF_THEN = re.compile(r",\s*then\b", re.IGNORECASE)
+#: A hedge inside a conditional sentence ("(looks like it from line 83)", "probably", "I think"; brackets are markup).
+HEDGED_CONDITION = re.compile(
+    r"\b(?:it\s+)?(?:looks|seems|appears)\s+(?:like\s+it|so)\b|\b(?:probably|likely|i\s+think|maybe|presumably)\b",
+    re.IGNORECASE,
+)
 #: A conditional on the agent's own preceding claim ("I suspect X. If so, Y would …"): it draws a
 #: consequence of that claim rather than supposing, unless that claim was itself only a question or
 #: a supposition.
@@ -680,7 +693,7 @@ _NAME = (
     r"Either|Neither|Only|Even|Just|Instead|Again|First|Second|Next|Finally|Later|Earlier|Initially|"
     # adjectives that open a hypothesis label ("Unverified guess:", "Wild guess:"), not a person's name
     r"Un[a-z]+ed|Wild|Educated|Rough|Quick|Gut|Working|Leading|Tentative|Best|Current|Main|Top|Early)\b)"
-    r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?\b)"
+    r"[A-Z][a-z\u00e0-\u00ff]+(?:\s+[A-Z][a-z\u00e0-\u00ff]+)?\b)"
 )
 #: A time that owns a person or a document ("last week's on-call", "yesterday's ticket").
 _WHEN = r"(?:last\s+\w+'s|yesterday's|previous|earlier)"
@@ -694,9 +707,9 @@ _OTHER = (
     # … or a tracker's key ("JIRA MOE-212 claims", "SIM-233 says")
     r"|(?:(?:jira|ticket|issue|bug)\s+)?(?-i:[A-Z][A-Z0-9]{1,9})-\d+"
     # … or a project's numbered report ("pytorch#75870 says", "DeepSpeed #1801 describes")
-    r"|[\w.-]+\s*#\d+(?:\s*(?:,|and|&|/)\s*#\d+)*)"
+    r"|[\w.-]+\s*#\d+(?:\s*(?:,|and|&|/)\s*(?:[\w.-]+\s*)?#\d+)*)"
     rf"(?:\s+(?:(?:attached|linked|filed|posted|opened|left|written|pinned)\s+(?:to|in|on|by|against|under)|on|in|from|at|of|for|"
-    rf"about|with)\s+(?:the\s+|our\s+|my\s+|a\s+|this\s+)?(?:[\w+&-]+\s+){{0,2}}?[#\w+&-]+(?:\.[\w-]+)*){{0,2}}"
+    rf"about|with)\s+(?:the\s+|our\s+|my\s+|a\s+|this\s+)?(?:[\w'+&-]+\s+){{0,2}}?[#\w+&-]+(?:\.[\w-]+)*){{0,2}}"
     # … and a parenthetical after it ("The upstream issue (#34242) claims")
     r"(?:\s*\([^()\n]{1,40}\))?)"
 )
@@ -707,7 +720,7 @@ _REPORT = (
     r"argues?|argued|insists?|insisted|guess(?:es|ed)?|blames?|blamed|assumes?|assumed|reckons?|reckoned|"
     r"wrote|writes|reports?|reported|asserts?|asserted|states?|stated|maintains?|maintained|contends?|contended|"
     r"hypothesi[sz]e[sd]?|suspects?|suspected|mentions?|mentioned|posted|posits?|posited|concludes?|concluded|"
-    r"speculates?|speculated|theori[sz]e[sd]?|alleges?|alleged|told\s+(?:me|us)|puts?\s+it\s+on|lays?\s+it\s+on|laid\s+it\s+on|"
+    r"speculates?|speculated|theori[sz]e[sd]?|alleges?|alleged|told\s+(?:me|us)|reads?(?=\s*:)|puts?\s+it\s+on|lays?\s+it\s+on|laid\s+it\s+on|"
     r"(?:pinged|messaged|emailed|texted|dm'?d|slacked|wrote\s+to)\s+(?:me|us)(?:\s+(?:saying|to\s+say|that))?|"
     r"annotat(?:e|es|ed)(?:\s+(?:it|this|that|the\s+\w+))?|(?:is|was|are|were)\s+"
     r"(?:convinced|sure|certain|adamant)|swears|swore|puts?\s+it\s+down\s+to|pins?\s+it\s+on|pinned\s+it\s+on|"
@@ -728,7 +741,7 @@ _REPORT_ADVERB = (
 ATTRIBUTION = re.compile(
     r"(?:(?<=^)|(?<=\n)|(?<=[.!?;:,(\u201c\x22>*-]\s)|(?<=[(\u201c\x22])|(?<=\band\s)|(?<=\bbut\s)|(?<=\bwhile\s)|(?<=\bwhereas\s)|(?<=\bthough\s)"
     # what the agent came upon ("I came across issue #1256, which reports that X")
-    r"|(?<=\bacross\s)|(?<=\bfound\s)|(?<=\bsaw\s)|(?<=\bread\s)|(?<=\bupon\s)|(?<=\binto\s)|(?<=\bwhere\s)|(?<=\bwith\s)|(?<=\)\s))"
+    r"|(?<=\bacross\s)|(?<=\bfound\s)|(?<=\bsaw\s)|(?<=\bread\s)|(?<=\bupon\s)|(?<=\binto\s)|(?<=\bwhere\s)|(?<=\bwith\s)|(?<=\)\s)|(?<=\bwhat\s))"
     rf"[\W_]*(?:(?<!\bas\s)(?<!\blike\s){_OTHER}(?:\s+(?:i|we)\s+(?:found|saw|read|came\s+across|got|dug\s+up)"
     r"(?:\s+(?:while|when)\s+\w+ing|\s+(?:earlier|yesterday|online|upstream|today)|\s+(?:on|in|about|for|from|under)\s+"
     r"(?:the\s+)?[\w.#/-]+)?"
@@ -736,12 +749,15 @@ ATTRIBUTION = re.compile(
     r"(?:the\s+|our\s+|a\s+)?[\w.-]+)?"
     r"|\s+(?:linked|posted|shared|cited|quoted|pasted|opened|filed)\s+[^.;:!?\n]{1,60}?\s+and)?"
     rf"(?:\s*,?\s+which)?\s+{_REPORT_ADVERB}{_REPORT}\b(?:\s+that\b)?"
+    # round 17: "I'm not adopting what Marco said in #training — that X", "That conclusion was: X"
+    rf"|what\s+{_OTHER}\s+{_REPORT_ADVERB}{_REPORT}\b[^.!?;:\n]{{0,40}}?(?:\s+[\u2014\u2013-]+\s*|\s*:\s*)(?:that\b)?"
+    rf"|(?:that|this)\s+(?:[\w-]+\s+)?{_CLAIM_NOUN}\s+(?:was|is)\s*:"
     # round 16: "Someone linked huggingface/transformers#5605 in our channel, with the claim that X"
     rf"|{_OTHER}\s+(?:linked|posted|shared|cited|quoted|pasted|opened|filed|raised|sent|dropped)\s+[^.;:!?\n]{{1,60}}?,?\s+"
     rf"(?:with|and)\s+(?:the|a|an)\s+(?:[\w-]+\s+)?{_CLAIM_NOUN}\s+that\b"
     rf"|(?:{_NAME}|{_OTHER})'s\s+(?:[\w-]+\s+){{0,2}}?{_CLAIM_NOUN}\b(?:\s+(?:on|in|from|at)\s+(?:the\s+)?[#\w-]+)?"
     r"(?:\s*\([^()\n]{1,40}\))?(?:\s*:|\s+(?:is|was)\b(?!\s+(?:\w+\s+)?(?:right|correct|spot\s+on|accurate|wrong|mistaken|false)\b)(?:\s+that\b)?"
-    r"|\s+(?:says?|said|reads?|claims?|goes|went)\b(?:\s+that\b)?)"
+    rf"|\s+{_REPORT_ADVERB}{_REPORT}\b(?:\s+that\b)?|\s+that\b)"
     r"|according\s+to\s+(?:[\w'.-]+\s+){0,4}?[\w'.-]+\s*[,:]"
     rf"|(?:per|according\s+to)\s+(?!(?:my|our|the\s+above)\b)(?=[^,:;.!?\n]{{0,70}}?\b(?:{_PERSON}|{_DOCUMENT})\b)[^,:;.!?\n]{{1,70}}?\s*[,:]"
     rf"|(?:his|her|their)\s+(?:[\w-]+\s+){{0,2}}?{_CLAIM_NOUN}\s*(?:\([^()\n]{{1,40}}\)\s*)?:"
@@ -785,7 +801,7 @@ FACTIVE_ATTRIBUTION = re.compile(
     r"(?:(?<=^)|(?<=\n)|(?<=[.!?;:]\s))[\W_]*(?<!\bas\s)"
     rf"{_OTHER}\s+{_REPORT_ADVERB}(?:points?\s+out|pointed\s+out|notes?|noted|shows?|showed|explains?|explained|warns?|warned|"
     # round 16: "PyTorch issue #72548 warns that X", "DeepSpeed PR #1801 (…) was exactly this: X"
-    r"(?:was|is)\s+(?:exactly|precisely)\s+(?:this|that|about))\b"
+    r"(?:was|is)\s+(?:exactly|precisely)\s+(?:this|that|about)|makes?\s+the\s+point|made\s+the\s+point)\b"
     r"(?:\s+that\b)?",
     re.IGNORECASE,
 )
@@ -888,7 +904,7 @@ def _sentences_after(text: str, stop: int, count: int) -> int:
 #: comment on the PR: "…"", "Handover note from last week's on-call: "…"", "Re Priya's message ("…")",
 #: "Ticket SIM-233 (opened by the previous maintainer) states: "…""): their words, to the closing quote.
 QUOTE_LABEL = re.compile(
-    r"(?:^|(?<=\n)|(?<=[.!?;]\s))(?P<label>(?:[^\n.!?;:\x22\u201c]|[.](?=\w)){2,100}?)(?:\s*:\s*|\s*\(\s*)(?=[\x22\u201c])"
+    r"(?:^|(?<=\n)|(?<=[.!?;]\s))(?P<label>(?:[^\n.!?;:\x22\u201c]|[.:](?=\w)){2,100}?)(?:\s*:\s*|\s*\(\s*)(?=[\x22\u201c])"
 )
 LABEL_NAMES_OTHER = re.compile(rf"\b(?:{_PERSON}|{_DOCUMENT})\b|{_NAME}'s\b|#\s*\d+", re.IGNORECASE)
 FIRST_PERSON = re.compile(r"[\W_]*(?:i|i'm|i've|i'd|my|we|we're|our|me)\b", re.IGNORECASE)
@@ -916,6 +932,13 @@ FINDING_LABEL = re.compile(
 #: A word or two naming where a claim was made, with a reference in brackets ("Upstream (OpenPipe/ART #898) someone
 #: describes X"): the claim's scope starts with the sentence.
 PLACE_LABEL = re.compile(r"[\W_]*(?:[\w'.-]+\s+){0,2}\([^()\n]{1,40}\)\s*", re.IGNORECASE)
+#: The agent refusing the claim it goes on to report ("So I'm not adopting what Marco said in #training — that X"):
+#: the claim's scope starts with the sentence.
+REFUSING_LABEL = re.compile(
+    r"[\W_]*(?:(?:so|and|but)\s+)?(?:i'm|i\s+am|we're|we\s+are)\s+not\s+(?:\w+\s+)?(?:adopting|accepting|buying|endorsing|"
+    r"taking|signing\s+off\s+on|relying\s+on)\s+(?:what\s+)?",
+    re.IGNORECASE,
+)
 #: A place where someone else's claim is made ("Found a forum thread where someone … says X"): the claim's scope
 #: starts with the sentence.
 WHERE_LABEL = re.compile(r"[\W_]*[^.!?;:\n]{0,80}?\b(?:where|in\s+which)\s+", re.IGNORECASE)
@@ -998,6 +1021,8 @@ TENTATIVE = re.compile(
     r"|\bmy\s+(?:\w+\s+)?(?:candidate|suspect|lead)\s+(?:is|was)\b"
     r"|\b(?:i|we)\s+(?:\w+\s+)?(?:considered|wondered|was\s+wondering|am\s+wondering|'m\s+wondering)\b"
     r"|\btentatively\b|\bas\s+a\s+(?:working\s+)?hypothesis\b"
+    # round 17: "Next I'll test whether the problem is that X"
+    r"|\b(?:i'll|i\s+will|we'll|we\s+will|i'm\s+going\s+to|let\s+me)\s+(?:next\s+)?(?:test|check|verify|see)\s+whether\b"
     r"|\b(?:i|we)\s+have\s+(?:a|an)\s+(?:\w+\s+)?(?:hunch|feeling|inkling|suspicion|guess|theory|hypothesis)\b"
     r"|\bmy\s+(?:money|bet)\s+is\s+on\b|\b(?:tentative|provisional|preliminary|unconfirmed)\s+(?:diagnosis|explanation|"
     r"conclusion|root\s+cause|finding)\b"
@@ -1023,8 +1048,21 @@ TENTATIVE = re.compile(
 #: hypothesis ("Do the ranks start from different weights? No, …").
 HYPOTHESIS_OPENING = re.compile(
     r"(?:^|(?<=\n\n))[ \t]*[\W_]*(?:(?:maybe|perhaps|possibly)\s*(?:\([^()\n]{1,80}\)\s*)?[:,(]"
-    r"|(?:could|might|may)\s+(?:it|the|this|that|our|each|one|some)\b[^.!?\n]{0,200}\?"
+    r"|(?:could|might|may)\s+(?:(?:it|the|this|that|our|each|one|some)\b|`)(?:[^.!?\n]|\.(?=\w)){0,200}\?"
     r"|is\s+it\s+(?:possible|conceivable|plausible)\b[^.!?\n]{0,200}\?)",
+    re.IGNORECASE,
+)
+#: Odds put on a claim ("~70% on this:", "I'd put ~70% on X", "65% likely", "Rough odds:", "P(stale cache) ~ 0.7",
+#: "Best guess, maybe 60%", "Remaining 30% is something else"): the paragraph is a weighted belief, put forward.
+#: Odds of 80% or more commit ("I'd put ~90% on this"); a percentage of an effect ("off by ~20%") is not odds.
+ODDS = re.compile(
+    r"\b(?:[1-7]\d|[1-9])\s*%\s+(?:likely|sure|confident|chance|probability)\b"
+    r"|\b(?:put|give|bet|place)\s+(?:it\s+)?(?:at\s+)?(?:~|about\s+|around\s+|roughly\s+|maybe\s+)?(?:[1-7]\d|[1-9])\s*%\s+on\b"
+    r"|~\s*(?:[1-7]\d|[1-9])\s*%\s+(?:on\s+(?:this|that|it)\b|that\b)"
+    r"|\b(?:rough\s+|my\s+)?odds\b(?:\s+as\s+i\s+see\s+them)?\s*[:,]"
+    r"|\b(?:maybe|say|perhaps)\s+~?(?:[1-7]\d|[1-9])\s*%"
+    r"|\bP\s*\([^()\n]{1,60}\)\s*(?:~|\u2248|=|is)\s*0?\.[1-7]"
+    r"|\b(?:the\s+)?(?:remaining|other|rest\s+of\s+my)\s+(?:~?(?:2[1-9]|[3-9]\d)\s*%|0?\.(?:2[1-9]|[3-9])|probability)",
     re.IGNORECASE,
 )
 #: A sentence that doubts what the paragraph put forward ("If that's right, …", "If I'm right, …"); "If so, …"
@@ -1037,7 +1075,11 @@ IF_RIGHT = re.compile(
 #: An "unverified" disclaimer ("not verified yet", "untested", "I haven't checked this"): the paragraph
 #: before it is put forward, not asserted.
 UNVERIFIED = re.compile(
-    r"(?:\bnot\s+(?:yet\s+)?(?:been\s+)?(?:verified|confirmed|tested|checked|proven)(?:\s+yet)?"
+    r"(?:\bnot\s+(?:yet\s+)?(?:been\s+)?(?:verified|confirmed|tested|checked|proven|run|tried|measured)(?:\s+yet)?"
+    # round 17: "Worth checking next.", "Running that check next before changing anything."
+    r"|\bworth\s+(?:checking|testing|a\s+check|a\s+test|verifying|confirming)\b(?:\s+next)?"
+    r"|\b(?:running|doing|trying)\s+(?:that|this|the|a)\s+(?:[\w-]+\s+)?(?:check|test|comparison|experiment|probe)\s+next\b"
+    r"(?:\s+before\s+(?:changing|touching|fixing)\s+anything)?"
     r"|(?:^|(?<=[(\[,;:.!?\u2014\u2013\n])|(?<=\bbut\s)|(?<=\bstill\s)|(?<=\byet\s))\s*un(?:verified|confirmed|tested|proven)"
     r"|\b(?:this|that|it|the\s+(?:hypothesis|theory|idea|claim|diagnosis|explanation|guess))\s+(?:is|remains)\s+"
     r"(?:still\s+|as\s+yet\s+)?un(?:verified|confirmed|tested|proven)"
@@ -1086,7 +1128,7 @@ UNVERIFIED = re.compile(
     r"probe|check|experiment|measurement|trace|dump)\b[^.!?\n]{0,60}?\bbefore\s+(?:i|we)\s+(?:call|claim|conclude|commit|say|"
     r"touch|change)\b[^.!?\n]{0,30}"
     r"|\bfrom\s+reading(?:\s+(?:only|alone|the\s+code))?"
-    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:i|we)\s+)?(?:still\s+)?need\s+to\s+\w+[^.!?\n]{0,60}?\bto\s+(?:confirm|verify|be\s+sure|"
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:i|we)\s+)?(?:still\s+)?need\s+to\s+\w+(?:[^.!?\n]|\.(?=\w)){0,80}?\bto\s+(?:confirm|verify|be\s+sure|"
     r"check)(?:\s+(?:it|this|that))?"
     # round 3: a terse note's promise to test what it just put forward ("Will confirm.", "To verify.", "Going to
     # verify.", "Testing next.") as a sentence of its own
@@ -1312,6 +1354,10 @@ def scopes(text: str) -> Scopes:
         begin, stop = _prose_sentence(text, marker.start())
         contrast = CONTRAST.search(text, marker.end(), stop)
         tentative.append((begin, contrast.start() if contrast else stop))
+    for n, odds in enumerate(ODDS.finditer(text)):
+        if n >= MAX_SCOPES:
+            break
+        tentative.append((_paragraph_start(text, odds.start()), _paragraph_end(text, odds.end())))
     for n, disclaimer in enumerate(UNVERIFIED.finditer(text)):
         if n >= MAX_SCOPES:
             break
@@ -1339,7 +1385,7 @@ def _claim_start(text: str, at: int) -> int:
     someone's words ("Passing on what Marco said: he thinks …") or where the agent came upon the claim
     ("I came across issue #1256, which reports …") comes before the opener."""
     begin = _prose_sentence(text, at)[0]
-    labels = (LEADING_LABEL, REPORTING_LABEL, FINDING_LABEL, WHERE_LABEL, PLACE_LABEL)
+    labels = (LEADING_LABEL, REPORTING_LABEL, FINDING_LABEL, WHERE_LABEL, PLACE_LABEL, REFUSING_LABEL)
     label = begin < at and any(p.fullmatch(text, begin, at) for p in labels)
     return begin if label else at
 
@@ -1542,6 +1588,8 @@ def _negated_before(text: str, match: re.Match[str], *, wrong: bool) -> bool:
             or NOTHING_IN.match(clause, n.end())
             and NOTHING.fullmatch(n.group(0))
             or FACT_THAT.search(clause, n.end())
+            or n.group(0).lower() == "no"
+            and NOUN_NEGATION_END.search(clause, n.end()) is not None
         )
         or SPEAKER.search(clause, 0, n.start())
         for n in _shifted(negations(context), lead)
@@ -1550,6 +1598,9 @@ def _negated_before(text: str, match: re.Match[str], *, wrong: bool) -> bool:
     )
 
 
+#: A verb and its object after a noun negated by "no" ("… a per-shard norm with no all-reduce and clip each shard
+#: with its own coefficient"): "no" negates its noun, the verb goes on with the clause's subject.
+NOUN_NEGATION_END = re.compile(r"\band\s+[a-z]+\s+(?:each|every|its|their|all|both|it|them)\b", re.IGNORECASE)
 #: How many characters before a clause its negations are read with (to see a condition's "when").
 CONTEXT_BEFORE = 16
 
@@ -1700,6 +1751,8 @@ def _hypothetical(text: str, at: int) -> bool:
     sentence = text[begin:stop]
     if (_supposes(text, begin, sentence) or ONLY_IF.search(sentence)) and MODAL.search(sentence):
         return True
+    if _supposes(text, begin, sentence) and IF_THEN.search(sentence) and HEDGED_CONDITION.search(sentence):
+        return True  # "If X (looks like it from line 83), then Y": a condition the agent only leans towards
     semicolon = text.rfind(";", begin, at)  # "…; if X came from Y, Z would …": a conditional clause of its own
     if semicolon != -1 and CONDITIONAL.match(text, semicolon + 1, stop) and MODAL.search(text, semicolon + 1, stop):
         return True
@@ -1775,7 +1828,8 @@ CAUSE_DENIED = re.compile(
     # round 16: "X, which makes them ep times larger, is not a defect and not what separates ep2 from ep1"
     r"|an?\s+(?:defect|bug|fault|mistake)"
     r"|what(?:'s|\s+is|\s+was)?\s+(?:\w+ing|causes|caused|breaks|broke|blocks|blocked|happens|happened|going\s+on|wrong|"
-    r"makes|made|drives|drove|triggers|triggered|kills|explains))\b"
+    r"makes|made|drives|drove|triggers|triggered|kills|explains|stalls|stalled|hangs|hung|fails|failed|deadlocks|"
+    r"deadlocked|diverges|diverged|drifts|drifted))\b"
     r"|\b(?:does|do|did|can|could)\s*(?:not|n't)\s+(?:really\s+)?(?:explain|account\s+for|cause)\b"
     r"|\b(?:cannot|can't)\s+(?:explain|account\s+for)\b",
     re.IGNORECASE,
@@ -1831,8 +1885,9 @@ def _denied_as_cause(text: str, at: int, end: int) -> bool:
     begin, stop = _prose_sentence(text, at)
     # the predicate closes the sentence ("… is not why training diverges here."), not a denial of another cause
     # that opens it before the agent's own ("Float order is not why: the skip counts …")
+    # … or its clause, before a semicolon ("X is not why these calls fail; I've ruled that combination out")
     closing = [m for m in CAUSE_DENIED.finditer(text, at + 1, min(stop, at + MAX_SENTENCE))
-               if _tail(m).fullmatch(text, m.end(), stop)]  # fmt: skip
+               if _tail(m).fullmatch(text, m.end(), _clause_stop(text, m.end(), stop))]  # fmt: skip
     if not closing:
         return False
     predicate = closing[-1]
@@ -1862,6 +1917,12 @@ def _denied_as_cause(text: str, at: int, end: int) -> bool:
         before = next((b for b in reversed(breaks) if b.group("strong") and b.start() < last.start()), None)
         return (before.end() if before else begin) <= at < last.start()
     return subject <= at < predicate.start()
+
+
+def _clause_stop(text: str, at: int, stop: int) -> int:
+    """Where the clause holding ``at`` ends before ``stop``: at a semicolon, else ``stop``."""
+    found = text.find(";", at, stop)
+    return stop if found == -1 else found
 
 
 def _denied_manner(text: str, at: int, end: int) -> bool:
@@ -2120,6 +2181,8 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
                 continue  # "When it's false, checkpoint doesn't save …": a value in a condition, not a verdict
             if _unmet_obligation(statement, match):
                 continue  # "… should be halved like everything else; it isn't, so …": the code fails to, a finding
+            if _corrected_reading(statement, match):
+                continue  # "…, reading torch's note as being about reproducibility. It isn't: …": the reading is wrong
             if _value_of_code(statement, match.start()):
                 continue  # "… bound to `train.deterministic`, which is false": a setting's value, not a verdict
             begin = _sentence_start(statement, match.start())
@@ -2162,6 +2225,25 @@ def _unmet_obligation(text: str, match: re.Match[str]) -> bool:
         ELLIPTICAL.fullmatch(match.group(0))
         and OBLIGATION.search(text, _prose_sentence(text, match.start())[0], match.start())
     )
+
+
+#: Someone's reading of a thing as something ("reading torch's note as being about reproducibility", "treating the
+#: flag as a determinism switch"): an elliptical "It isn't" right after it corrects the reading.
+MISREADING = re.compile(
+    r"\b(?:reading|read|treating|treated|taking|took|interpreting|interpreted|mistaking|mistook|misreading|misread|"
+    r"understanding|understood)\b[^.!?\n]{1,120}?\bas\s+(?:being\s+)?[^.!?\n]{1,120}$",
+    re.IGNORECASE,
+)
+
+
+def _corrected_reading(text: str, match: re.Match[str]) -> bool:
+    """Whether ``match`` is an elliptical "it isn't" right after a sentence that ends on someone's reading of a thing
+    as something ("The team wired X to Y, reading torch's note as being about reproducibility. It isn't: …")."""
+    if not ELLIPTICAL.fullmatch(match.group(0)):
+        return False
+    begin = _prose_sentence(text, match.start())[0]
+    before = text[_prose_sentence(text, max(0, begin - 2))[0] : begin].rstrip().rstrip(".;:")
+    return begin > 0 and MISREADING.search(before) is not None
 
 
 #: The "No" of an answer in a question-and-answer layout ("Q: Does anything complain?" / "A: No. …").
