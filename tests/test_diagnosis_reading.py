@@ -48,6 +48,12 @@ def _judge(statement: str) -> bool | None:
     return RubricJudge().judge(statement, RUBRIC).correct
 
 
+def _credited(statement: str) -> tuple[bool | None, bool]:
+    """Whether :data:`RUBRIC` credits ``statement`` as a diagnosis, and as a pre-run hypothesis."""
+    verdict = RubricJudge().judge(statement, RUBRIC)
+    return verdict.correct, verdict.hypothesis
+
+
 @pytest.mark.parametrize(
     "statement",
     [
@@ -588,8 +594,7 @@ def test_reported_claims_with_attachments_and_continuations(statement: str, expe
     ],
 )  # fmt: skip
 def test_struck_text_elliptical_findings_and_disclaimers(statement: str, expected: bool, hypothesis: bool) -> None:
-    verdict = RubricJudge().judge(statement, RUBRIC)
-    assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)
+    assert _credited(statement) == (expected, hypothesis)
 
 
 @pytest.mark.parametrize(
@@ -634,8 +639,7 @@ def test_struck_text_elliptical_findings_and_disclaimers(statement: str, expecte
     ],
 )  # fmt: skip
 def test_round_twelve_reports_refutations_and_concessions(statement: str, expected: bool, hypothesis: bool) -> None:
-    verdict = RubricJudge().judge(statement, RUBRIC)
-    assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)
+    assert _credited(statement) == (expected, hypothesis)
 
 
 @pytest.mark.parametrize(
@@ -678,8 +682,7 @@ def test_round_twelve_reports_refutations_and_concessions(statement: str, expect
 def test_round_thirteen_contrasts_denials_reports_and_disclaimers(
     statement: str, expected: bool, hypothesis: bool
 ) -> None:
-    verdict = RubricJudge().judge(statement, RUBRIC)
-    assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)
+    assert _credited(statement) == (expected, hypothesis)
 
 
 @pytest.mark.parametrize(
@@ -703,8 +706,7 @@ def test_round_thirteen_contrasts_denials_reports_and_disclaimers(
     ],
 )  # fmt: skip
 def test_round_thirteen_conditions_omissions_and_documents(statement: str, expected: bool, hypothesis: bool) -> None:
-    verdict = RubricJudge().judge(statement, RUBRIC)
-    assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)
+    assert _credited(statement) == (expected, hypothesis)
 
 
 @pytest.mark.parametrize(
@@ -777,8 +779,7 @@ def test_round_thirteen_conditions_omissions_and_documents(statement: str, expec
     ],
 )  # fmt: skip
 def test_round_fourteen_denials_reports_and_disclaimers(statement: str, expected: bool, hypothesis: bool) -> None:
-    verdict = RubricJudge().judge(statement, RUBRIC)
-    assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)
+    assert _credited(statement) == (expected, hypothesis)
 
 
 @pytest.mark.parametrize(
@@ -833,8 +834,7 @@ def test_round_fourteen_denials_reports_and_disclaimers(statement: str, expected
 def test_round_fifteen_declined_reports_hypothesis_paragraphs_and_denials(
     statement: str, expected: bool, hypothesis: bool
 ) -> None:
-    verdict = RubricJudge().judge(statement, RUBRIC)
-    assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)
+    assert _credited(statement) == (expected, hypothesis)
 
 
 #: The mechanism of :data:`RUBRIC` as a claim someone else makes (round sixteen's reported claims).
@@ -874,8 +874,7 @@ CLAIM = "the planner misses the head: three buffers while the checkpoint inputs 
     ],
 )  # fmt: skip
 def test_round_sixteen_reported_claims(statement: str, expected: bool, hypothesis: bool) -> None:
-    verdict = RubricJudge().judge(statement, RUBRIC)
-    assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)
+    assert _credited(statement) == (expected, hypothesis)
 
 
 @pytest.mark.parametrize(
@@ -915,8 +914,7 @@ def test_round_sixteen_reported_claims(statement: str, expected: bool, hypothesi
     ],
 )  # fmt: skip
 def test_round_sixteen_hypotheses_withdrawals_and_denials(statement: str, expected: bool, hypothesis: bool) -> None:
-    verdict = RubricJudge().judge(statement, RUBRIC)
-    assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)
+    assert _credited(statement) == (expected, hypothesis)
 
 
 @pytest.mark.parametrize(
@@ -944,8 +942,7 @@ def test_round_sixteen_hypotheses_withdrawals_and_denials(statement: str, expect
     ],
 )  # fmt: skip
 def test_round_seventeen_refused_reports_and_withdrawals(statement: str, expected: bool, hypothesis: bool) -> None:
-    verdict = RubricJudge().judge(statement, RUBRIC)
-    assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)
+    assert _credited(statement) == (expected, hypothesis)
 
 
 @pytest.mark.parametrize(
@@ -993,5 +990,4 @@ def test_round_seventeen_refused_reports_and_withdrawals(statement: str, expecte
     ],
 )  # fmt: skip
 def test_round_seventeen_odds_disclaimers_and_denials(statement: str, expected: bool, hypothesis: bool) -> None:
-    verdict = RubricJudge().judge(statement, RUBRIC)
-    assert (verdict.correct, verdict.hypothesis) == (expected, hypothesis)
+    assert _credited(statement) == (expected, hypothesis)
