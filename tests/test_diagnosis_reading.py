@@ -935,6 +935,8 @@ def test_round_sixteen_hypotheses_withdrawals_and_denials(statement: str, expect
         ("PyTorch issue #72548 makes the point that " + CLAIM + ". I'm not convinced it applies here.", False, False),
         # … and the agent's own words after such an opener stay its own
         ("What the ticket claims is beside the point. " + CORRECT, True, True),
+        ("That's what the ticket says: " + CLAIM + ".", False, False),
+        ("This is exactly what the ticket describes: " + CLAIM + ".", True, True),
         # withdrawals: "Struck that out:", a timestamped "withdrawn", "withdrawing the X theory"
         ("First pass: " + CLAIM + ". Struck that out: the meter shows the peak is elsewhere.", False, False),
         ("14:02: " + CLAIM + ".\n14:20: withdrawn. The meter shows the peak is elsewhere.", False, False),

@@ -741,7 +741,9 @@ _REPORT_ADVERB = (
 ATTRIBUTION = re.compile(
     r"(?:(?<=^)|(?<=\n)|(?<=[.!?;:,(\u201c\x22>*-]\s)|(?<=[(\u201c\x22])|(?<=\band\s)|(?<=\bbut\s)|(?<=\bwhile\s)|(?<=\bwhereas\s)|(?<=\bthough\s)"
     # what the agent came upon ("I came across issue #1256, which reports that X")
-    r"|(?<=\bacross\s)|(?<=\bfound\s)|(?<=\bsaw\s)|(?<=\bread\s)|(?<=\bupon\s)|(?<=\binto\s)|(?<=\bwhere\s)|(?<=\bwith\s)|(?<=\)\s)|(?<=\bwhat\s))"
+    r"|(?<=\bacross\s)|(?<=\bfound\s)|(?<=\bsaw\s)|(?<=\bread\s)|(?<=\bupon\s)|(?<=\binto\s)|(?<=\bwhere\s)|(?<=\bwith\s)|(?<=\)\s)"
+    # "What the ticket claims: X" reports it; "This is exactly what the ticket describes: X" agrees with it
+    r"|(?<=(?<!\bexactly\s)(?<!\bprecisely\s)\bwhat\s))"
     rf"[\W_]*(?:(?<!\bas\s)(?<!\blike\s){_OTHER}(?:\s+(?:i|we)\s+(?:found|saw|read|came\s+across|got|dug\s+up)"
     r"(?:\s+(?:while|when)\s+\w+ing|\s+(?:earlier|yesterday|online|upstream|today)|\s+(?:on|in|about|for|from|under)\s+"
     r"(?:the\s+)?[\w.#/-]+)?"
