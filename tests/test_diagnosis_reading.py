@@ -929,6 +929,8 @@ def test_round_sixteen_hypotheses_withdrawals_and_denials(statement: str, expect
         ("I logged the peaks, so I'm rejecting MEM-88. What the ticket claims: " + CLAIM + ".", False, False),
         ("I don't think this is right, but the previous agent's notes conclude that " + CLAIM + ".", False, False),
         ("Ruled out by my fp32 run: the ticket's claim that " + CLAIM + ".", False, False),
+        # … and the verbs a possessive opener took before round 17 stay ("Priya's note reads that X")
+        ("Priya's note reads that " + CLAIM + ".", False, False),
         ("Refuted by my measurement. So I'm not adopting what Marco said in #memory \u2014 that " + CLAIM + ".",
          False, False),
         ("I'm discarding the previous session's conclusion. That conclusion was: " + CLAIM + ".", False, False),

@@ -759,7 +759,7 @@ ATTRIBUTION = re.compile(
     rf"(?:with|and)\s+(?:the|a|an)\s+(?:[\w-]+\s+)?{_CLAIM_NOUN}\s+that\b"
     rf"|(?:{_NAME}|{_OTHER})'s\s+(?:[\w-]+\s+){{0,2}}?{_CLAIM_NOUN}\b(?:\s+(?:on|in|from|at)\s+(?:the\s+)?[#\w-]+)?"
     r"(?:\s*\([^()\n]{1,40}\))?(?:\s*:|\s+(?:is|was)\b(?!\s+(?:\w+\s+)?(?:right|correct|spot\s+on|accurate|wrong|mistaken|false)\b)(?:\s+that\b)?"
-    rf"|\s+{_REPORT_ADVERB}{_REPORT}\b(?:\s+that\b)?|\s+that\b)"
+    rf"|\s+(?:{_REPORT_ADVERB}{_REPORT}|reads?|goes|went)\b(?:\s+that\b)?|\s+that\b)"
     r"|according\s+to\s+(?:[\w'.-]+\s+){0,4}?[\w'.-]+\s*[,:]"
     rf"|(?:per|according\s+to)\s+(?!(?:my|our|the\s+above)\b)(?=[^,:;.!?\n]{{0,70}}?\b(?:{_PERSON}|{_DOCUMENT})\b)[^,:;.!?\n]{{1,70}}?\s*[,:]"
     rf"|(?:his|her|their)\s+(?:[\w-]+\s+){{0,2}}?{_CLAIM_NOUN}\s*(?:\([^()\n]{{1,40}}\)\s*)?:"
@@ -1579,24 +1579,25 @@ def _negated_before(text: str, match: re.Match[str], *, wrong: bool) -> bool:
     window = before + text[match.start() : match.start() + BREAK_LOOKAHEAD]
     breaks = [b for b in (STRONG_BREAK if wrong else CLAUSE_BREAK).finditer(window) if b.end() <= len(before)]
     clause = before[breaks[-1].end() :] if breaks else before
-    # the negations are read with the words before the clause in view: "when batches are not split …" is a
-    # condition stated negatively even though "when" ends the clause before it
-    lead = min(CONTEXT_BEFORE, match.start() - len(clause))
-    context = text[match.start() - len(clause) - lead : match.start()]
+    start = match.start() - len(clause)
+    # the negations are read with the words before the clause in view ("when batches are not split …" is a condition
+    # stated negatively even though "when" ends the clause before it), at their offsets in the clause
+    lead = min(CONTEXT_BEFORE, start)
+    found = [(n.start() - lead, n.end() - lead, n.group(0)) for n in negations(text[start - lead : match.start()])
+             if n.start() >= lead]  # fmt: skip
     return any(
         wrong
         or not (
-            OMISSION.match(clause, n.end())
-            or NOTHING_IN.match(clause, n.end())
-            and NOTHING.fullmatch(n.group(0))
-            or FACT_THAT.search(clause, n.end())
-            or n.group(0).lower() == "no"
-            and NOUN_NEGATION_END.search(clause, n.end()) is not None
+            OMISSION.match(clause, end)
+            or NOTHING_IN.match(clause, end)
+            and NOTHING.fullmatch(word)
+            or FACT_THAT.search(clause, end)
+            or word.lower() == "no"
+            and NOUN_NEGATION_END.search(clause, end) is not None
         )
-        or SPEAKER.search(clause, 0, n.start())
-        for n in _shifted(negations(context), lead)
-        if not _elliptical_omission(text, match.start() - len(clause) + n.start())
-        and not _quoted_before(text, match.start() - len(clause) + n.start(), match.start())
+        or SPEAKER.search(clause, 0, at)
+        for at, end, word in found
+        if not _elliptical_omission(text, start + at) and not _quoted_before(text, start + at, match.start())
     )
 
 
@@ -1605,28 +1606,6 @@ def _negated_before(text: str, match: re.Match[str], *, wrong: bool) -> bool:
 NOUN_NEGATION_END = re.compile(r"\band\s+[a-z]+\s+(?:each|every|its|their|all|both|it|them)\b", re.IGNORECASE)
 #: How many characters before a clause its negations are read with (to see a condition's "when").
 CONTEXT_BEFORE = 16
-
-
-@dataclass(frozen=True)
-class _Shifted:
-    """A negation's span moved into the clause it was found before (``group`` as found)."""
-
-    found: re.Match[str]
-    by: int
-
-    def start(self) -> int:
-        return self.found.start() - self.by
-
-    def end(self) -> int:
-        return self.found.end() - self.by
-
-    def group(self, n: int = 0) -> str:
-        return self.found.group(n)
-
-
-def _shifted(found: Iterator[re.Match[str]], by: int) -> Iterator[_Shifted]:
-    """The negations found in a context ``by`` characters longer than the clause, in the clause's offsets."""
-    return (_Shifted(m, by) for m in found if m.start() >= by)
 
 
 def _quoted_before(text: str, at: int, end: int) -> bool:
@@ -1751,9 +1730,10 @@ def _hypothetical(text: str, at: int) -> bool:
     ("check whether X")."""
     begin, stop = _prose_sentence(text, at)
     sentence = text[begin:stop]
-    if (_supposes(text, begin, sentence) or ONLY_IF.search(sentence)) and MODAL.search(sentence):
+    supposes = _supposes(text, begin, sentence)
+    if (supposes or ONLY_IF.search(sentence)) and MODAL.search(sentence):
         return True
-    if _supposes(text, begin, sentence) and IF_THEN.search(sentence) and HEDGED_CONDITION.search(sentence):
+    if supposes and IF_THEN.search(sentence) and HEDGED_CONDITION.search(sentence):
         return True  # "If X (looks like it from line 83), then Y": a condition the agent only leans towards
     semicolon = text.rfind(";", begin, at)  # "…; if X came from Y, Z would …": a conditional clause of its own
     if semicolon != -1 and CONDITIONAL.match(text, semicolon + 1, stop) and MODAL.search(text, semicolon + 1, stop):
