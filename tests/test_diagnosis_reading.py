@@ -995,3 +995,102 @@ def test_round_seventeen_refused_reports_and_withdrawals(statement: str, expecte
 )  # fmt: skip
 def test_round_seventeen_odds_disclaimers_and_denials(statement: str, expected: bool, hypothesis: bool) -> None:
     assert _credited(statement) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # a plan to look, after a sentence that put the claim forward, keeps the chain between them put forward;
+        # the same details asserted with no plan after them are the agent's own
+        ("I suspect the memory estimate is short. The planner misses the head: three buffers while the checkpoint "
+         "inputs stay live. Next step: print the meter's peak per chunk.", False, True),
+        ("I suspect the memory estimate is short. The planner misses the head: three buffers while the checkpoint "
+         "inputs stay live. Then I'll log the meter's peak per chunk.", False, True),
+        ("I suspect the memory estimate is short. The planner misses the head: three buffers while the checkpoint "
+         "inputs stay live.", True, True),
+        (CORRECT + " Next step: patch the planner to price the head.", True, True),
+        # disclaimers: a need to check "to know", "before editing", a plan "to check", "not verified on my side",
+        # "haven't run (1) yet"
+        (CORRECT + " I need to dump the meter's peaks to know.", False, True),
+        (CORRECT + " Need to confirm before editing.", False, True),
+        (CORRECT + " Plan: log the meter's peak per chunk to check.", False, True),
+        (CORRECT + " Not verified on my side.", False, True),
+        ("Plan: (1) instrument the meter; (2) if the peak is high, " + CLAIM + ". Haven't run (1) yet.", False, True),
+        # a paragraph opening with a yes/no question on a code name, or "Is the problem that X?", or a plan to
+        # observe, is put forward; a fix plan is not
+        ("Could planner_price be missing the head? " + CORRECT, False, True),
+        ("Is the problem that the planner misses the head? It holds three buffers while the checkpoint inputs "
+         "stay live.", False, True),
+        ("Is the problem that the planner misses the head? Yes: it holds three buffers while the checkpoint "
+         "inputs stay live, and the planner misses the head.", True, True),
+        ("Plan: (1) log per-chunk peaks; (2) if they come out high, that would point to " + CLAIM + ".", False, True),
+        ("Plan: (1) patch the planner, since " + CLAIM + "; (2) rerun.", True, True),
+        # odds in brackets after a likelihood word; a one-word qualifier in brackets hedges nothing
+        ("Likely (~70%) explanation: " + CLAIM + ".", False, True),
+        ("The planner doesn't account for the head: three buffers for the (possibly short) chunk, while the "
+         "checkpointed inputs stay live.", True, True),
+    ],
+)  # fmt: skip
+def test_round_eighteen_plans_questions_and_disclaimers(statement: str, expected: bool, hypothesis: bool) -> None:
+    assert _credited(statement) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # reported claims: "Someone linked X as the explanation: Y", a chat label with a handle, an anaphoric
+        # quote label after a sentence naming someone's conclusion, "— yet the ticket's write-up insists that X",
+        # "Leaving it as theirs"
+        ("I don't think it applies here. Someone linked issue 812 as the explanation: " + CLAIM + ".", False, False),
+        ('From chat (@dana): "' + CLAIM + '". Not verified on my side.', False, False),
+        ("I don't agree with the previous agent's conclusion. For the record, it was: \"" + CLAIM + '."',
+         False, False),
+        ("For the record, it was: \"" + CLAIM + '."', True, True),
+        ("The logs don't support it — yet the ticket's write-up insists that " + CLAIM + ". I'm not going with "
+         "the ticket.", False, False),
+        ("Notes left by the previous agent: " + CLAIM + ". Leaving it as theirs; I have not checked it.",
+         False, False),
+        # agreeing with the other side of a dispute refutes the claim; agreeing with the reporter endorses it
+        ('A reviewer wrote: "' + CLAIM + '." The author answered that the meter covers it, and I agree with the '
+         "author — I don't think that's what's going on.", False, False),
+        ('A reviewer wrote: "' + CLAIM + '." I agree with the reviewer.', True, True),
+    ],
+)  # fmt: skip
+def test_round_eighteen_reported_claims(statement: str, expected: bool, hypothesis: bool) -> None:
+    assert _credited(statement) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # withdrawals: a terse experiment with no subject before "so that's not it", "Thought it was X", "So not
+        # that", a null result before "So it's not the X —", "The overrun is elsewhere."
+        ("Suspected the estimate: with chunks, " + CLAIM + ". Checked with a print of the meter — it matched, so "
+         "that's not it.", False, False),
+        ("Thought it was " + CLAIM + ". Printed the meter on both ranks. So not that — back to the allocator.",
+         False, False),
+        ("Suspected the estimate: with chunks, " + CLAIM + ". Tried pricing the head; the peak stayed at 9 GiB. So "
+         "it's not the head — back to the allocator.", False, False),
+        (CORRECT + " The overrun is elsewhere.", False, False),
+        ("The idea would be that " + CLAIM + ".", False, True),
+        ("It is not the case that the planner misses the head. The idea would be that three buffers are held "
+         "while the checkpoint inputs stay live. The overrun is elsewhere.", False, False),
+        # … but "elsewhere" followed by where is an account, not a withdrawal
+        ("The planner prices the forward. The overrun is elsewhere: " + CLAIM + ".", True, True),
+        # denials: a named explanation denied as the cause; a concession after a denial of the cause
+        (CORRECT + " The head-buffer explanation (three buffers, checkpoint inputs) is not what breaks these "
+         "calls.", False, False),
+        ("Three buffers and live checkpoint inputs are not why calls OOM. Yes, the planner misses the head and "
+         "the checkpoint inputs stay live — but that sum stays below the forward term.", False, False),
+        # not withdrawals or denials: "It wasn't" right after what the code assumes corrects the assumption; "never
+        # X and <subject> <verb>s Y" asserts Y
+        ("The planner misses the head because it assumes three buffers are freed first. It wasn't; the checkpoint "
+         "inputs stay live as well.", True, True),
+        ("The planner never looks at the head and chunk memory holds three buffers, while the checkpoint inputs stay "
+         "live: the planner misses the head.", True, True),
+        ("The planner never looks at the head and holds three buffers, while the checkpoint inputs stay live: the "
+         "planner misses the head.", False, False),
+    ],
+)  # fmt: skip
+def test_round_eighteen_withdrawals_and_denials(statement: str, expected: bool, hypothesis: bool) -> None:
+    assert _credited(statement) == (expected, hypothesis)

@@ -104,7 +104,10 @@ CLAUSE_BREAK = re.compile(
     r"|\band\s+(?=(?:end(?:s|ed)?\s+up|come(?:s)?\s+out|came\s+out|wind(?:s)?\s+up|wound\s+up|turn(?:s|ed)?\s+out|"
     r"become(?:s)?|became)\b"
     # round 17: "the blocks never run inside the tracker's fork and draw from the default stream"
-    r"|(?:draw|draws|drew|pull|pulls|pulled|fall|falls|fell)\s+(?:back\s+)?(?:from|on|to)\b)"
+    r"|(?:draw|draws|drew|pull|pulls|pulled|fall|falls|fell)\s+(?:back\s+)?(?:from|on|to)\b"
+    # round 18: a new subject with its own verb ("the fork is never entered and hidden dropout uses the default stream")
+    r"|(?:[a-z_]+\s+){1,2}(?:uses|draws|gets|takes|reads|runs|keeps|stays|sees|applies|steps|holds|loads|calls|sits|repeats|"
+    r"produces|returns|skips|falls|gives|makes|starts|ends|lands|comes|goes)\b)"
     r"|(?<!\bnot\s)(?<!n't\s)(?<!\bnever\s)\b(?:because|since|while|whereas|when)\b",
     re.IGNORECASE,
 )
@@ -260,6 +263,9 @@ PAST_BELIEF = re.compile(
     r"patch|fix|check|repro|reproducer|harness|hook|tool|program|function|loop|version|change)s?\b)"
     # "First guess was that X", "Initial theory: X" (no "my")
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:first|initially|originally|briefly)\s+)?suspected\b"
+    # round 18: "Thought it was the missing tag on fc1/fc2 …" (no subject)
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:first|initially|originally|at\s+first)\s*,?\s+)?(?:thought|assumed|figured)\s+"
+    r"(?:it\s+was|it\s+might\s+be|that|the)\b"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:first|initial|original|earlier)\s+(?:guess|thought|theory|hypothesis|read|idea|"
     r"suspicion|hunch|instinct|take)\s*(?:was\b|:)",
     re.IGNORECASE,
@@ -282,7 +288,15 @@ REFUTATION = re.compile(
     r"|\b(?:that|this|it)(?:'s|\s+is|\s+was)\s+not\s+why\b"
     # "The cause is somewhere else.", "…; something else is going on"
     r"|\bthe\s+(?:real\s+)?(?:cause|problem|bug|culprit|issue)\s+(?:is|lies|must\s+be|has\s+to\s+be)\s+(?:somewhere\s+else|"
-    r"elsewhere)\b|\bsomething\s+else\s+(?:is|must\s+be)\s+(?:going\s+on|happening|at\s+play|the\s+cause|causing\s+(?:it|this))\b"
+    r"elsewhere)\b"
+    # round 18: "So not that — back to looking at the engine."
+    rf"|{_START}[\W_]*(?:so|hence|thus|therefore)\s*,?\s+not\s+(?:that|it|this)\s*(?=[.;!\u2014\u2013]|\s-+\s|$)"
+    # round 18: "The overrun is elsewhere.", "the shard-local-norm explanation (…) is not what breaks the update"
+    rf"|{_START}[\W_]*the\s+(?:real\s+|actual\s+)?[\w-]+(?:\s+[\w-]+)?\s+(?:is|lies|must\s+be|has\s+to\s+be|comes?\s+from)\s+"
+    r"(?:somewhere\s+else|elsewhere)\s*(?=[.!\n]|$)"
+    rf"|\bthe\s+(?:[\w-]+\s+){{0,3}}?{_CLAIMS}\s*(?:\([^()\n]{{0,200}}\)\s*)?(?:isn't|wasn't|is\s+not|was\s+not)\s+(?:what(?:'s|\s+is)?\s+"
+    r"(?:\w+ing|causes|caused|breaks|broke)|why\b|the\s+(?:root\s+|real\s+)?(?:cause|reason|culprit|explanation))\b"
+    r"|\bsomething\s+else\s+(?:is|must\s+be)\s+(?:going\s+on|happening|at\s+play|the\s+cause|causing\s+(?:it|this))\b"
     # "This isn't the cause.", "that isn't why", "which wasn't what's breaking it"
     r"|\b(?:that|this|which|it)\s+(?:isn't|wasn't|is\s+not|was\s+not)\s+(?:the\s+(?:root\s+|real\s+|actual\s+)?(?:cause|reason|"
     r"culprit|explanation|issue|problem|bug|mechanism|failure)\b|why\b|what(?:'s|\s+is|\s+was)?\s+(?:\w+ing|causes|caused|breaks|"
@@ -307,7 +321,7 @@ REFUTATION = re.compile(
     r"|\b(?:shows?|showed|says?|said|suggests?|suggested|indicates?|indicated|proves?|proved|tells?\s+us)\s+otherwise\b"
     r"|\bi\s+(?:doubt|question)\s+(?:it|that|this)\b"
     r"|\bi\s+(?:don't|do\s+not)\s+(?:think|believe)\s+(?:(?:that's|that\s+is|this\s+is|it's|it\s+is)\s+(?:it|right|correct|"
-    r"true|the\s+(?:cause|issue|problem|culprit|explanation))\b|so\b|(?:that|this|it)\s+(?:holds|applies|explains\s+(?:it|this|"
+    r"true|the\s+(?:cause|issue|problem|culprit|explanation)|what(?:'s|\s+is)\s+(?:going\s+on|happening)|why\b)\b|so\b|(?:that|this|it)\s+(?:holds|applies|explains\s+(?:it|this|"
     r"that|anything|the\s+\w+)|is\s+what\s+happens)\b)|\bi\s+(?:don't|do\s+not)\s+buy\s+(?:it|that|this)\b"
     r"|\b(?:this|that|it)\s+(?:can't|cannot|can\s+not|couldn't|could\s+not)\s+(?:apply|be\s+(?:it|right|true|correct|"
     r"the\s+(?:cause|issue|problem|explanation)))\b"
@@ -674,7 +688,7 @@ _PERSON = (
 _DOCUMENT = (
     r"(?:todo|fixme|docstring|thread|channel|ticket|issue(?:\s+thread)?|bug\s+report|report|note|notes|message|post|comment|write-?up|"
     r"post-?mortem|pr(?:\s+description)?|pull\s+request|review|handoff|hand-off|slack(?:\s+thread)?|email|"
-    r"memo|draft|summary|analysis|answer|reply|handover|hand-?over\s+notes?)"
+    r"memo|draft|summary|analysis|answer|reply|handover|hand-?over\s+notes?|chat(?:\s+log)?)"
 )
 #: What someone else's claim is called after a possessive ("Priya's theory", "the reviewer's note").
 _CLAIM_NOUN = (
@@ -739,7 +753,9 @@ _REPORT_ADVERB = (
 #: ticket,", "It was suggested that", "I was told that", "Quoting the bug report:". "As Priya said, X" and
 #: "Priya is right that X" are the agent's own claims, and "Priya correctly says" endorses.
 ATTRIBUTION = re.compile(
-    r"(?:(?<=^)|(?<=\n)|(?<=[.!?;:,(\u201c\x22>*-]\s)|(?<=[(\u201c\x22])|(?<=\band\s)|(?<=\bbut\s)|(?<=\bwhile\s)|(?<=\bwhereas\s)|(?<=\bthough\s)"
+    r"(?:(?<=^)|(?<=\n)|(?<=[.!?;:,(\u201c\x22>*\u2014\u2013-]\s)|(?<=[(\u201c\x22])|(?<=\band\s)|(?<=\bbut\s)|(?<=\bwhile\s)|(?<=\bwhereas\s)|(?<=\bthough\s)"
+    # round 18: "… isn't supported by my measurements — yet the ticket's write-up insists that X"
+    r"|(?<=\byet\s)"
     # what the agent came upon ("I came across issue #1256, which reports that X")
     r"|(?<=\bacross\s)|(?<=\bfound\s)|(?<=\bsaw\s)|(?<=\bread\s)|(?<=\bupon\s)|(?<=\binto\s)|(?<=\bwhere\s)|(?<=\bwith\s)|(?<=\)\s)"
     # "What the ticket claims: X" reports it; "This is exactly what the ticket describes: X" agrees with it
@@ -754,6 +770,9 @@ ATTRIBUTION = re.compile(
     # round 17: "I'm not adopting what Marco said in #training — that X", "That conclusion was: X"
     rf"|what\s+{_OTHER}\s+{_REPORT_ADVERB}{_REPORT}\b[^.!?;:\n]{{0,40}}?(?:\s+[\u2014\u2013-]+\s*|\s*:\s*)(?:that\b)?"
     rf"|(?:that|this)\s+(?:[\w-]+\s+)?{_CLAIM_NOUN}\s+(?:was|is)\s*:"
+    # round 18: "Someone linked Lightning #13316 as the explanation: X"
+    rf"|{_OTHER}\s+(?:linked|posted|shared|cited|offered|gave|proposed|suggested|put\s+forward|pointed\s+to)\s+[^.;:!?\n]{{1,60}}?\s+as\s+"
+    r"(?:the|an?)\s+(?:[\w-]+\s+)?(?:explanation|cause|root\s+cause|answer|diagnosis|reason|culprit)\s*:"
     # round 16: "Someone linked huggingface/transformers#5605 in our channel, with the claim that X"
     rf"|{_OTHER}\s+(?:linked|posted|shared|cited|quoted|pasted|opened|filed|raised|sent|dropped)\s+[^.;:!?\n]{{1,60}}?,?\s+"
     rf"(?:with|and)\s+(?:the|a|an)\s+(?:[\w-]+\s+)?{_CLAIM_NOUN}\s+that\b"
@@ -908,7 +927,13 @@ def _sentences_after(text: str, stop: int, count: int) -> int:
 QUOTE_LABEL = re.compile(
     r"(?:^|(?<=\n)|(?<=[.!?;]\s))(?P<label>(?:[^\n.!?;:\x22\u201c]|[.:](?=\w)){2,100}?)(?:\s*:\s*|\s*\(\s*)(?=[\x22\u201c])"
 )
-LABEL_NAMES_OTHER = re.compile(rf"\b(?:{_PERSON}|{_DOCUMENT})\b|{_NAME}'s\b|#\s*\d+", re.IGNORECASE)
+LABEL_NAMES_OTHER = re.compile(rf"\b(?:{_PERSON}|{_DOCUMENT})\b|{_NAME}'s\b|#\s*\d+|@[A-Za-z][\w.-]+", re.IGNORECASE)
+#: A label that points back at a claim the sentence before it named ("I don't agree with the previous agent's
+#: conclusion. For the record, it was: "…""): the quotation is that claim.
+ANAPHORIC_LABEL = re.compile(
+    r"(?:[\w'-]+(?:\s+[\w'-]+){0,3}\s*,\s*)?(?:it|that|this|theirs|his|hers)\s+(?:was|is|read|reads|said|says|went|goes)",
+    re.IGNORECASE,
+)
 FIRST_PERSON = re.compile(r"[\W_]*(?:i|i'm|i've|i'd|my|we|we're|our|me)\b", re.IGNORECASE)
 #: Words a quotation needs to be a claim rather than a quoted name or value.
 MIN_QUOTED_WORDS = 5
@@ -958,7 +983,10 @@ NAMED_AS_THEIRS = re.compile(
     rf"{_START}[\W_]*(?:that's|that\s+is|this\s+is|those\s+are|that\s+was|it's|it\s+is)\s+(?:all\s+|just\s+|only\s+)?(?:his|her|their|"
     rf"(?:the\s+)?(?:[\w-]+\s+)?[\w-]+(?:'s|s')|{_NAME}'s)\s+(?:[\w-]+\s+)?(?:read|reading|take|story|claim|theory|argument|version|view|"
     r"hypothesis|position|diagnosis|interpretation|explanation|words|wording|conclusion|account|opinion|guess|finding|"
-    r"findings|idea|suggestion|call)\b",
+    r"findings|idea|suggestion|call)\b"
+    # round 18: "Leaving it as theirs; I have not verified it."
+    r"|\b(?:leaving|leave|keeping|keep|filing|file|logging|log|recording|record)\s+(?:it|this|that|them)\s+as\s+(?:theirs|his|hers|"
+    rf"their\s+(?:[\w-]+\s+)?{_CLAIM_NOUN}|(?:the\s+)?(?:[\w-]+\s+)?[\w-]+(?:'s|s')\s+(?:[\w-]+\s+)?{_CLAIM_NOUN})\b",
     re.IGNORECASE,
 )
 #: The agent taking someone else's claim as its own after reporting it: "I agree", "she's right", "that's
@@ -1013,6 +1041,8 @@ TENTATIVE = re.compile(
     r"|\b(?:one|an|another|the)\s+(?:explanation|possibility|idea|candidate|theory|option|mechanism)\s+(?:i'm|i\s+am|we're|we\s+are|"
     r"i've\s+been|we've\s+been)\s+(?:considering|entertaining|weighing|exploring|looking\s+at|toying\s+with)\b"
     r"|(?:^|(?<=[\n.!?:;,(]\s)|(?<=[\n(]))[\W_]*(?:(?:or|and|but|so)\s+)?(?:maybe|perhaps|possibly|conceivably|plausibly)\b"
+    # … not a one-word qualifier in brackets ("the (possibly short) global batch")
+    r"(?!\s+[\w-]+\))"
     # … with an aside before its "that" ("It might be — I haven't run anything to show it — that X")
     r"|\b(?:it|this|that)\s+(?:might|may|could)\s+(?:well\s+|possibly\s+)?be\s+(?:[\u2014\u2013]\s[^\u2014\u2013\n]{1,100}\s[\u2014\u2013]\s+"
     r"|--?\s[^\n]{1,100}?\s--?\s+|\([^()\n]{1,100}\)\s+)?(?:that|because|due\s+to|caused\s+by)\b"
@@ -1023,6 +1053,8 @@ TENTATIVE = re.compile(
     r"|\bmy\s+(?:\w+\s+)?(?:candidate|suspect|lead)\s+(?:is|was)\b"
     r"|\b(?:i|we)\s+(?:\w+\s+)?(?:considered|wondered|was\s+wondering|am\s+wondering|'m\s+wondering)\b"
     r"|\btentatively\b|\bas\s+a\s+(?:working\s+)?hypothesis\b"
+    # round 18: a claim laid out as what an idea would say ("The idea would be that X")
+    r"|\b(?:the|that|this|their|his|her)\s+(?:idea|theory|argument|story|hypothesis|reasoning|claim|suggestion)\s+would\s+be\s+that\b"
     # round 17: "Next I'll test whether the problem is that X"
     r"|\b(?:i'll|i\s+will|we'll|we\s+will|i'm\s+going\s+to|let\s+me)\s+(?:next\s+)?(?:test|check|verify|see)\s+whether\b"
     r"|\b(?:i|we)\s+have\s+(?:a|an)\s+(?:\w+\s+)?(?:hunch|feeling|inkling|suspicion|guess|theory|hypothesis)\b"
@@ -1032,7 +1064,7 @@ TENTATIVE = re.compile(
     # towards"), wondering, a condition on the agent's own reading ("if my reading of the code is right"), and a claim
     # named as a proposition ("the idea that X", "the hypothesis that X"): its own predicate decides, else put forward
     r"|\bit(?:'s|\s+is|\s+seems|\s+looks)\s+(?:quite\s+|entirely\s+|very\s+|at\s+least\s+)?(?:possible|conceivable|plausible)\s+"
-    r"(?:that\b|(?!(?:to|for|in|with|on|at|but|and)\b)(?=[\w`]))|\b(?:plausibly|conceivably|possibly)\b"
+    r"(?:that\b|(?!(?:to|for|in|with|on|at|but|and)\b)(?=[\w`]))|\b(?:plausibly|conceivably|possibly)\b(?!\s+[\w-]+\))"
     r"|\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:\w+\s+)?(?:tempted|inclined)\s+to\s+(?:say|think|believe|blame|guess|suspect|"
     r"conclude)\b|\b(?:i|we)(?:'m|\s+am|\s+are|'re)?\s+lean(?:ing|s)?\s+(?:towards?|to)\b|\b(?:i|we)\s+(?:\w+\s+)?wonder\b"
     r"|\bif\s+(?:my|our)\s+(?:[\w-]+\s+){0,5}?(?:is|are)\s+(?:right|correct|accurate)\b|\bif\s+(?:i'm|i\s+am|we're|we\s+are)\s+"
@@ -1050,7 +1082,13 @@ TENTATIVE = re.compile(
 #: hypothesis ("Do the ranks start from different weights? No, …").
 HYPOTHESIS_OPENING = re.compile(
     r"(?:^|(?<=\n\n))[ \t]*[\W_]*(?:(?:maybe|perhaps|possibly)\s*(?:\([^()\n]{1,80}\)\s*)?[:,(]"
-    r"|(?:could|might|may)\s+(?:(?:it|the|this|that|our|each|one|some)\b|`)(?:[^.!?\n]|\.(?=\w)){0,200}\?"
+    r"|(?:could|might|may)\s+(?:(?:it|the|this|that|our|each|one|some)\b|`|(?-i:[a-z_]\w*\b))(?:[^.!?\n]|\.(?=\w)){0,200}\?"
+    # round 18: a paragraph that opens with a plan to observe ("Plan: (1) log per-parameter grad norms …; (2) if …")
+    r"|(?:plan|next\s+steps?)\s*:\s*(?:\(?1[.)]\s*)?(?:log|print|dump|measure|instrument|compare|trace|build|run|probe|record|"
+    r"check|time|plot)\b"
+    # round 18: "Is the problem that the consistency term skips DDP?"
+    r"|is\s+(?:the\s+(?:problem|issue|cause|bug|culprit|reason)|it)\s+(?:simply\s+|just\s+)?that\b(?:[^.!?\n]|\.(?=\w)){0,200}\?"
+    r"(?![\W_]*(?:yes|yep|yeah|no|nope|correct|right|indeed|exactly)\b)"
     r"|is\s+it\s+(?:possible|conceivable|plausible)\b[^.!?\n]{0,200}\?)",
     re.IGNORECASE,
 )
@@ -1059,6 +1097,8 @@ HYPOTHESIS_OPENING = re.compile(
 #: Odds of 80% or more commit ("I'd put ~90% on this"); a percentage of an effect ("off by ~20%") is not odds.
 ODDS = re.compile(
     r"\b(?:[1-7]\d|[1-9])\s*%\s+(?:likely|sure|confident|chance|probability)\b"
+    # round 18: "Likely (~75%) explanation:"
+    r"|\b(?:likely|probable|plausible|possible|possibly|probably)\s*\(\s*~?\s*(?:[1-7]\d|[1-9])\s*%\s*\)"
     r"|\b(?:put|give|bet|place)\s+(?:it\s+)?(?:at\s+)?(?:~|about\s+|around\s+|roughly\s+|maybe\s+)?(?:[1-7]\d|[1-9])\s*%\s+on\b"
     r"|~\s*(?:[1-7]\d|[1-9])\s*%\s+(?:on\s+(?:this|that|it)\b|that\b)"
     r"|\b(?:rough\s+|my\s+)?odds\b(?:\s+as\s+i\s+see\s+them)?\s*[:,]"
@@ -1074,10 +1114,20 @@ IF_RIGHT = re.compile(
     r"(?:right|correct|true|the\s+case)\b",
     re.IGNORECASE,
 )
+#: A sentence that plans what to look at next ("Next step: print per-epoch batch indices on both ranks.", "I'll log
+#: the widths to confirm."): after a sentence that put a claim forward, it keeps the chain between them put forward.
+PLANNED_OBSERVATION = re.compile(
+    r"(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:next(?:\s+step)?|plan|to-?do)\s*:\s*(?:\(?\d[.)]\s*)?|(?:next|then)\s*,?\s+"
+    r"(?:i'll|i\s+will|we'll|we\s+will)\s+|(?:i'll|i\s+will|we'll|we\s+will|(?:i'm|we're)\s+going\s+to)\s+(?:\w+\s+)?)"
+    r"(?:print|log|dump|measure|compare|instrument|trace|plot|record|diff|count|time|probe)\b",
+    re.IGNORECASE,
+)
 #: An "unverified" disclaimer ("not verified yet", "untested", "I haven't checked this"): the paragraph
 #: before it is put forward, not asserted.
 UNVERIFIED = re.compile(
     r"(?:\bnot\s+(?:yet\s+)?(?:been\s+)?(?:verified|confirmed|tested|checked|proven|run|tried|measured)(?:\s+yet)?"
+    # round 18: "Not verified on my side."
+    r"(?:\s+(?:on\s+my\s+(?:side|end)|by\s+me|myself|independently|locally))?"
     # round 17: "Worth checking next.", "Running that check next before changing anything."
     r"|\bworth\s+(?:checking|testing|a\s+check|a\s+test|verifying|confirming)\b(?:\s+next)?"
     r"|\b(?:running|doing|trying)\s+(?:that|this|the|a)\s+(?:[\w-]+\s+)?(?:check|test|comparison|experiment|probe)\s+next\b"
@@ -1087,7 +1137,7 @@ UNVERIFIED = re.compile(
     r"(?:still\s+|as\s+yet\s+)?un(?:verified|confirmed|tested|proven)"
     r"|\b(?:haven't|have\s+not|hasn't|has\s+not|didn't|did\s+not)\s+(?:yet\s+)?(?:verified|confirmed|tested|checked|"
     r"run|measured|proven|probed|instrumented|traced|profiled|reproduced|logged|established|shown|demonstrated)"
-    r"(?:\s+(?:this|that|it|anything|any\s+of\s+(?:this|it)))?(?:\s+yet)?"
+    r"(?:\s+(?:this|that|it|anything|any\s+of\s+(?:this|it)|\(?\d{1,2}\)|step\s+\d{1,2}))?(?:\s+yet)?"
     # round 14: "… whether that applies to the version we run", "I haven't established that it applies here"
     r"(?:\s+(?:whether|if|that)\s+(?:it|this|that|they|any\s+of\s+(?:this|it))\s+(?:applies|holds|is\s+(?:the\s+case|true|what))"
     r"[^.!?;\n]{0,80}?)?"
@@ -1131,7 +1181,12 @@ UNVERIFIED = re.compile(
     r"touch|change)\b[^.!?\n]{0,30}"
     r"|\bfrom\s+reading(?:\s+(?:only|alone|the\s+code))?"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:i|we)\s+)?(?:still\s+)?need\s+to\s+\w+(?:[^.!?\n]|\.(?=\w)){0,80}?\bto\s+(?:confirm|verify|be\s+sure|"
-    r"check)(?:\s+(?:it|this|that))?"
+    r"check|know|tell|be\s+certain)(?:\s+(?:it|this|that))?"
+    # round 18: "Need to confirm before editing.", "Plan: log `epoch` at the top of each epoch to check."
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:i|we)\s+)?(?:still\s+)?need\s+to\s+(?:confirm|verify|check|test)(?:\s+(?:it|this|that))?"
+    r"(?:\s+first)?(?:\s+before\s+(?:editing|changing|touching|fixing|patching)(?:\s+(?:it|anything|the\s+code))?)?"
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:plan|next(?:\s+step)?|to-?do)\s*:\s*(?:[^.!?\n]|\.(?=\w)){1,160}?\bto\s+(?:check|confirm|"
+    r"verify|know|tell)(?:\s+(?:it|this|that))?"
     # round 3: a terse note's promise to test what it just put forward ("Will confirm.", "To verify.", "Going to
     # verify.", "Testing next.") as a sentence of its own
     r"|\bto\s+find\s+out"
@@ -1192,6 +1247,10 @@ REBUTTAL_START = re.compile(
     r"|[\W_]*(?:i|we)\s+(?:\w+\s+)?(?:checked|tested|verified|measured|probed)\s+(?:and|again|myself|it\s+myself)\b"
     r"|[\W_]*(?:i|we)\s+(?:then\s+|also\s+|just\s+)?(?:patched|changed|swapped|moved|switched|replaced|deleted|removed|multiplied|"
     r"divided|took|cut|hooked|re-?ran|reran|re-?ran|rewrote|forced|pinned|disabled|enabled|set|added|applied|tried|instrumented)\b"
+    # round 18: a terse report with no subject ("Tried `preserve_rng_state=True` in both; …", "Checked with a print of
+    # ids — …")
+    r"|[\W_]*(?:tried|checked|tested|printed|logged|dumped|patched|reran|re-ran|instrumented|probed|measured)\s+(?:it\b|this\b|that\b|"
+    r"with\b|the\b|both\b|each\b|every\b|`)"
     r"|[\W_]*(?:to\s+(?:test|check|verify|rule\s+(?:it|this|that)\s+out)\s+(?:it|this|that)?\s*,?\s*(?:i|we)\b|"
     r"(?:instrumented|patched|tested|checked|tried)\s+(?:it|this|that)\b)",
     re.IGNORECASE,
@@ -1302,7 +1361,11 @@ def scopes(text: str) -> Scopes:
         if n >= MAX_SCOPES:
             break
         words = label.group("label").split()
-        if len(words) < 2 or FIRST_PERSON.match(label.group("label")) or not LABEL_NAMES_OTHER.search(label.group(0)):
+        before = _prose_sentence(text, label.start() - 2) if label.start() >= 2 else (0, 0)
+        names_other = LABEL_NAMES_OTHER.search(label.group(0)) or (
+            ANAPHORIC_LABEL.fullmatch(label.group("label").strip()) and LABEL_NAMES_OTHER.search(text, *before)
+        )
+        if len(words) < 2 or FIRST_PERSON.match(label.group("label")) or not names_other:
             continue
         end, _ = _claim_end(text, label.end())
         # endorsed in its label ("The reviewer's summary is right and I'll adopt it: "…"") or after the quote
@@ -1364,7 +1427,8 @@ def scopes(text: str) -> Scopes:
         if n >= MAX_SCOPES:
             break
         tentative.append((_paragraph_start(text, disclaimer.start()), _prose_sentence(text, disclaimer.start())[1]))
-    for n, doubt in enumerate(IF_RIGHT.finditer(text)):
+    doubts = sorted((*IF_RIGHT.finditer(text), *PLANNED_OBSERVATION.finditer(text)), key=lambda m: m.start())
+    for n, doubt in enumerate(doubts):
         if n >= MAX_SCOPES:
             break
         # "I suspect X. <details>. If that's right, Y": the whole chain, from the sentence that put X forward
@@ -1443,6 +1507,10 @@ def _endorsed(text: str, start: int, end: int, reach: int = 2) -> bool:
     for found in ENDORSEMENT.finditer(text, start, min(stop, start + MAX_SENTENCE)):
         before = text[max(0, found.start() - 24) : found.start()]
         if NEGATION.search(found.group(0)) or UNENDORSED.search(before):
+            continue
+        # round 18: agreeing with the other side of a dispute ("The author answered that …, and I agree with the
+        # author — I don't think that's what's going on") refutes the claim in the same breath
+        if REFUTATION.search(text, found.end(), _prose_sentence(text, found.end())[1]):
             continue
         return True
     return False
@@ -1666,11 +1734,19 @@ CONTINUATION = re.compile(
 )
 
 
+#: A sentence that concedes facts before a "but" ("Yes, the inputs are still saved … — but that sum stays below …").
+CONCESSION = re.compile(
+    r"[\W_]*(?:yes|sure|granted|true|admittedly|of\s+course|certainly|agreed)\b\s*[,:;\u2014\u2013-]", re.IGNORECASE
+)
+
+
 def _denial_continued(text: str, at: int) -> bool:
     """Whether the match at ``at`` is in a sentence that spells out what the sentence before it denied as the cause
-    ("The divisor is not why ep2 and ep1 diverge. I mean the expert-dp group's size being used instead of W.")."""
-    begin = _prose_sentence(text, at)[0]
-    if begin == 0 or not CONTINUATION.match(text, begin):
+    ("The divisor is not why ep2 and ep1 diverge. I mean the expert-dp group's size being used instead of W.") or
+    concedes its facts and goes on to deny them the effect ("X is not why calls OOM. Yes, X holds — but …")."""
+    begin, stop = _prose_sentence(text, at)
+    conceded = CONCESSION.match(text, begin) is not None and CONTRAST.search(text, begin, stop) is not None
+    if begin == 0 or not (CONTINUATION.match(text, begin) or conceded):
         return False
     before, end = _prose_sentence(text, begin - 1)
     closing = [m for m in CAUSE_DENIED.finditer(text, before, end) if _tail(m).fullmatch(text, m.end(), end)]
@@ -1724,6 +1800,10 @@ def _survives(pattern: re.Pattern[str], text: str, start: int, end: int) -> bool
 CLOSING_QUOTES = ("\x22", "\u201d")
 
 
+#: An inline list item's marker ("(2) ", "b) ").
+ITEM_MARKER = re.compile(r"\s*\(?[a-z0-9]{1,2}[.)]\s+", re.IGNORECASE)
+
+
 def _hypothetical(text: str, at: int) -> bool:
     """Whether the match at ``at`` sits in a conditional sentence ("If X were …, Y would …"), in a
     yes/no question ("Could it be that X?", "Is X …?") or in a question the agent means to check
@@ -1736,8 +1816,12 @@ def _hypothetical(text: str, at: int) -> bool:
     if supposes and IF_THEN.search(sentence) and HEDGED_CONDITION.search(sentence):
         return True  # "If X (looks like it from line 83), then Y": a condition the agent only leans towards
     semicolon = text.rfind(";", begin, at)  # "…; if X came from Y, Z would …": a conditional clause of its own
-    if semicolon != -1 and CONDITIONAL.match(text, semicolon + 1, stop) and MODAL.search(text, semicolon + 1, stop):
-        return True
+    if semicolon != -1:
+        # … after an inline item's marker ("Plan: (1) log the norms; (2) if they come out 2x, that would point to X")
+        item = ITEM_MARKER.match(text, semicolon + 1, stop)
+        clause = item.end() if item else semicolon + 1
+        if CONDITIONAL.match(text, clause, stop) and MODAL.search(text, clause, stop):
+            return True
     counterfactual = COUNTERFACTUAL.search(text, begin, stop)
     if counterfactual and counterfactual.start() >= at - MAX_SENTENCE:
         # "X would make Y if accumulation were above 1": the clause of the "would" only supposes
@@ -2132,7 +2216,7 @@ class Withdrawal:
 #: the optimizer, the router or the data: …") and takes nothing back.
 NULL_VERDICT = re.compile(
     r"\b(?:so|then|hence|therefore|thus)\s*,?\s+(?:it|that|this)(?:\s+(?:isn't|wasn't|is\s+not|was\s+not)|'s\s+not)\s+(?:the\s+)?"
-    r"[\w-]+(?:\s+[\w-]+)?\s*(?=[.;!]|$)",
+    r"[\w-]+(?:\s+[\w-]+)?\s*(?=[.;!\u2014\u2013]|\s-+\s|$)",
     re.IGNORECASE,
 )
 #: How far before such a verdict the experiment is looked for.
@@ -2210,10 +2294,13 @@ def _unmet_obligation(text: str, match: re.Match[str]) -> bool:
 
 
 #: Someone's reading of a thing as something ("reading torch's note as being about reproducibility", "treating the
-#: flag as a determinism switch"): an elliptical "It isn't" right after it corrects the reading.
+#: flag as a determinism switch") or an assumption ("it assumes the schedule was sized over …"): an elliptical "It
+#: isn't" right after it corrects the reading.
 MISREADING = re.compile(
     r"\b(?:reading|read|treating|treated|taking|took|interpreting|interpreted|mistaking|mistook|misreading|misread|"
-    r"understanding|understood)\b[^.!?\n]{1,120}?\bas\s+(?:being\s+)?[^.!?\n]{1,120}$",
+    r"understanding|understood)\b[^.!?\n]{1,120}?\bas\s+(?:being\s+)?[^.!?\n]{1,120}$"
+    # round 18: what the code assumes ("… it assumes the schedule was sized over every process's batches. It wasn't; …")
+    r"|\b(?:assumes?|assumed|assuming|expects?|expected|expecting|presumes?|presumed|presuming)\s+(?:that\s+)?[^.!?\n]{1,160}$",
     re.IGNORECASE,
 )
 
