@@ -1094,3 +1094,102 @@ def test_round_eighteen_reported_claims(statement: str, expected: bool, hypothes
 )  # fmt: skip
 def test_round_eighteen_withdrawals_and_denials(statement: str, expected: bool, hypothesis: bool) -> None:
     assert _credited(statement) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # any subject that is not the agent's, with a reporting verb, is someone else's claim once the agent declines
+        # it ("I'm not relying on them", "I'm not asserting it applies here", "its conclusion, not mine", "treating
+        # this as unverified", "that's the answer's claim", "I'd push back on that", "leaving that conclusion aside")
+        ("Notes left from the earlier run state as the root cause that " + CLAIM + ". I'm not relying on them.",
+         False, False),
+        ("The docstring I found on `planner.price` implies that " + CLAIM + ". I'm not asserting it applies here.",
+         False, False),
+        ("Another agent's run log concluded that " + CLAIM + ". I'm reporting its conclusion, not mine.",
+         False, False),
+        ("Previous investigator's handoff notes say: " + CLAIM + ". I'm treating this as unverified.", False, False),
+        ('A forum answer on "OOM in backward" says that ' + CLAIM + ". Plausible, but that's the answer's claim and "
+         "I haven't tied it to our repo.", False, False),
+        ("The reviewer's comment on the draft PR says " + CLAIM + ". I'd push back on that.", False, False),
+        ("The previous investigation log (someone else's) concluded: " + CLAIM + ". I'm leaving that conclusion "
+         "aside.", False, False),
+        # … and the agent's own account is not declined by distancing from something else
+        ("The meter log says that " + CLAIM + ".", True, True),
+        (CORRECT + " I'm not relying on the old estimate.", True, True),
+    ],
+)  # fmt: skip
+def test_round_nineteen_reported_claims(statement: str, expected: bool, hypothesis: bool) -> None:
+    assert _credited(statement) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        ("Suspicion to verify with a 1-rank vs 2-rank diff:\n- " + CLAIM, False, True),
+        ("If I'm reading planner.py right (will check with a print), " + CLAIM + ". Tentative.", False, True),
+        (CORRECT + " Needs a meter dump per chunk to confirm.", False, True),
+        (CORRECT + " I haven't dumped the peaks yet.", False, True),
+        (CORRECT + " But I haven't confirmed where the OOM fires yet.", False, True),
+        (CORRECT + " Unconfirmed until I print per-chunk peaks.", False, True),
+        (CORRECT + " Putting that down as a hypothesis to check with a meter dump.", False, True),
+        # a paragraph that opens with a disclaimer disclaims the one before it; a fix plan does not
+        (CORRECT + "\n\nI haven't checked what the meter counts, so I'm keeping this as a candidate.", False, True),
+        (CORRECT + "\n\nNext: patch the planner.", True, True),
+        # a consequence in the conditional mood goes on putting forward what a sentence before put forward
+        ("I suspect the estimate is short. The planner misses the head, and it would then hold three buffers while "
+         "the checkpoint inputs stay live.", False, True),
+        # a yes/no question opening its paragraph puts it forward, unless answered at once
+        ("Is the estimate even right? " + CORRECT, False, True),
+        ("Is the estimate right? No: " + CORRECT, True, True),
+    ],
+)  # fmt: skip
+def test_round_nineteen_hypotheses(statement: str, expected: bool, hypothesis: bool) -> None:
+    assert _credited(statement) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # a struck bullet is struck with its marker; "point 1 is wrong" after a numbered note's label; "rules the X
+        # out"; "… and reject it"; "I had concluded that X" (not "I concluded"); "My claim was: X"
+        ("Notes:\n* ~~" + CLAIM + "~~ (retracted)\n* next: the allocator", False, False),
+        ("1. " + CLAIM + ".\n2. Re-read the meter.\n3. Conclusion: point 1 is wrong, dropping it.", False, False),
+        ("I considered whether " + CLAIM + ". The meter covers it, though. That rules the head out.", False, False),
+        ("The head is not why these calls fail. I looked at that explanation — " + CLAIM + " — and reject it.",
+         False, False),
+        ("Retracting this one. I had concluded that " + CLAIM + ".", False, False),
+        ("I concluded that " + CLAIM + ".", True, True),
+        ("Withdrawn. My claim was: " + CLAIM + ".", False, False),
+        # a subject judged exactly right is no defect; a negated causative "does not make"
+        ("Three buffers are not why the calls fail. Pricing the forward, so the planner misses the head while the "
+         "checkpoint inputs stay live, is exactly right for this planner.", False, False),
+        ("Holding three buffers while the checkpoint inputs stay live does not make the planner miss the head.",
+         False, False),
+    ],
+)  # fmt: skip
+def test_round_nineteen_withdrawals_and_denials(statement: str, expected: bool, hypothesis: bool) -> None:
+    assert _credited(statement) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # a bracketed "(wrong)" before a noun is an adjective; at a clause's end it is a verdict
+        (CORRECT + " Every rank then uses the same (wrong) estimate.", True, True),
+        (CORRECT.rstrip(".") + " (wrong).", False, False),
+        # "please treat it as tentative" after a paragraph; "I'd want a <check> before committing to that"
+        (CORRECT + "\n\nI haven't confirmed this against a run, so please treat it as tentative.", False, True),
+        (CORRECT + " I'd want a per-chunk meter comparison before committing to that.", False, True),
+        # "Scrap that." takes back the explanation before it; "I had this down as X" is an earlier belief
+        ("The peak is a memory leak. Scrap that. " + CORRECT, True, True),
+        ("Wait — I had this down as a memory leak, but the allocator is clean. " + CORRECT, True, True),
+        ("I had this down as a memory leak. " + CORRECT, True, True),
+        # someone's code comment quoted after "left this in …:" is theirs, to the closing backticks, with its "?"
+        ("Someone left this in a local branch of planner.py: `# NB: " + CLAIM + "?` The question mark is theirs.",
+         False, False),
+        ("Priya says `planner.py` is fine. " + CORRECT, True, True),
+    ],
+)  # fmt: skip
+def test_round_nineteen_verdicts_retractions_and_quoted_code(statement: str, expected: bool, hypothesis: bool) -> None:
+    assert _credited(statement) == (expected, hypothesis)

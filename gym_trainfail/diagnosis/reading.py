@@ -126,7 +126,8 @@ DENIAL = re.compile(
     r"\b(?:is|are|was|were)\s+not\s+(?:the\s+|a\s+|an\s+)?(?:root\s+)?(?:cause|culprit|problem|issue|bug|reason|"
     r"explanation|factor)\b|\b(?:isn't|aren't|wasn't|weren't|'s\s+not|'re\s+not)\s+(?:the\s+|a\s+|an\s+)?(?:root\s+)?"
     r"(?:cause|culprit|problem|issue|bug|reason|explanation|factor)\b|\b(?:is|are|was|were|'s)\s+(?:harmless|"
-    r"benign|irrelevant|a\s+red\s+herring|ruled\s+out|excluded|fine)\b|\b(?:does\s+not|doesn't|did\s+not|didn't)\s+"
+    r"benign|irrelevant|a\s+red\s+herring|ruled\s+out|excluded|fine|(?:exactly|perfectly|entirely)\s+(?:right|correct)|by\s+design|"
+    r"as\s+designed|intended)\b|\b(?:does\s+not|doesn't|did\s+not|didn't)\s+"
     r"matter\b|\bmakes?\s+no\s+difference\b|\bhas\s+no\s+effect\b",
     re.IGNORECASE,
 )
@@ -134,7 +135,7 @@ DENIAL = re.compile(
 VERDICT_FALSE = re.compile(
     r"(?:^|[\s(])(?:ruled\s+out|rejected|disproved|disproven)\b"
     r"|(?:\(\s*|\s[-–—]+\s*|—\s*|:\s*)(?:excluded|eliminated|false|wrong|no|nope|not\s+it|not\s+the\s+cause|"
-    r"does\s*n[o']t\s+apply)\s*(?:[.,;:)!]|$)",
+    r"does\s*n[o']t\s+apply)\s*(?:[.,;:!]|\)(?!\s*[\w`])|$)",
     re.IGNORECASE,
 )
 #: Where the clause a denial may follow in ends.
@@ -184,7 +185,7 @@ NULL_RESULT = re.compile(
 #: The agent taking back everything it said before ("scratch that", "I was wrong").
 RETRACTION = re.compile(
     # at the end of its clause: "the skip forgets that each step consumed …" describes code, not a retraction
-    r"\b(?:scratch|strike|forget)\s+(?:that|this|all\s+that|the\s+above|what\s+i\s+(?:said|wrote))\b"
+    r"\b(?:scratch|strike|forget|scrap)\s+(?:that|this|all\s+that|the\s+above|what\s+i\s+(?:said|wrote))\b"
     r"(?:\s+(?:idea|theory|hypothesis|explanation|guess|part|bit|one|last\s+\w+))?(?=\s*(?:[.;:,!?\u2014\u2013)]|\s-\s|$))"
     r"|\b(?:disregard|ignore)\s+(?:that|this|all\s+(?:of\s+)?that|the\s+above|everything\s+above|what\s+i\s+(?:said|wrote)|"
     r"my\s+(?:earlier|previous|last|first)\b)"
@@ -246,6 +247,8 @@ PAST_BELIEF = re.compile(
     # round 2: "I thought the problem was X", "I proposed that X", "My claim was: X", "I was going with X", "I had put
     # this down to X" (a later confirmation still makes X asserted: "I thought X, and the probe confirms it")
     r"|(?<!\bas\s)\b(?:i|we)\s+(?:had\s+)?(?:thought|believed|assumed|figured|supposed|reckoned|proposed|presumed|"
+    # round 19: "I had concluded that X" (a conclusion held before; "I concluded" alone is a finding)
+    r"(?<=\bhad\s)concluded|(?<=\bhad\s)decided|"
     r"hypothesi[sz]ed|theori[sz]ed)\b(?!\s+(?:about|of|through|hard|so|it\s+over|again|twice)\b)"
     r"|\b(?:i|we)\s+(?:was|were)\s+(?:going\s+with|leaning\s+towards?|betting\s+on|working\s+on\s+the\s+(?:assumption|"
     r"theory|idea|hypothesis))\b|\b(?:i|we)\s+(?:had\s+|'d\s+)?(?:put|pinned|chalked)\s+(?:this|it|that|the\s+\w+)\s+"
@@ -263,6 +266,8 @@ PAST_BELIEF = re.compile(
     r"patch|fix|check|repro|reproducer|harness|hook|tool|program|function|loop|version|change)s?\b)"
     # "First guess was that X", "Initial theory: X" (no "my")
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:first|initially|originally|briefly)\s+)?suspected\b"
+    # round 19: "I had this down as `_copy_repo` racing with readers"
+    r"|\b(?:i|we)\s+(?:had|'d)\s+(?:this|it|that)\s+down\s+as\b"
     # round 18: "Thought it was the missing tag on fc1/fc2 …" (no subject)
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:first|initially|originally|at\s+first)\s*,?\s+)?(?:thought|assumed|figured)\s+"
     r"(?:it\s+was|it\s+might\s+be|that|the)\b"
@@ -289,6 +294,10 @@ REFUTATION = re.compile(
     # "The cause is somewhere else.", "…; something else is going on"
     r"|\bthe\s+(?:real\s+)?(?:cause|problem|bug|culprit|issue)\s+(?:is|lies|must\s+be|has\s+to\s+be)\s+(?:somewhere\s+else|"
     r"elsewhere)\b"
+    # round 19: "I looked at that explanation — … — and reject it.", "That rules the ordering out.", "point 1 is wrong"
+    r"|\b(?:and\s+)?(?:i|we)?\s*reject(?:ed)?\s+(?:it|this|that|them)\s*(?=[.;!\n]|$)"
+    rf"|{_NOT_PLANNED}\brul(?:e|es|ed|ing)\s+the\s+(?:[\w-]+\s+){{0,2}}?[\w-]+\s+out\b"
+    r"|\b(?:point|item|step|bullet|note|line|claim)\s*#?\d{1,2}\s+(?:is|was)\s+(?:wrong|incorrect|false|mistaken)\b"
     # round 18: "So not that — back to looking at the engine."
     rf"|{_START}[\W_]*(?:so|hence|thus|therefore)\s*,?\s+not\s+(?:that|it|this)\s*(?=[.;!\u2014\u2013]|\s-+\s|$)"
     # round 18: "The overrun is elsewhere.", "the shard-local-norm explanation (…) is not what breaks the update"
@@ -466,7 +475,9 @@ PREAMBLE = re.compile(
     r"after\s+all|unfortunately|sadly|the|a|this|that|my|probe|data|run|output|numbers?|results?|test|experiment|"
     r"check|measurement|logs?|digests?|now|then|again|new|latest|second|i|we|it|checked|looked|tested|measured|"
     r"re-?runs?|repro|trace|profiler?|benchmark|evidence|experiments?|tests|probes|checks|"
-    r"verified|profiled|traced|logged|ran|reran|with|our|versions?|code|source|here|myself|ourselves)\b)*",
+    r"verified|profiled|traced|logged|ran|reran|with|our|versions?|code|source|here|myself|ourselves|"
+    # round 19: a numbered note's label ("3. Conclusion: point 1 is wrong")
+    r"\d{1,2}|conclusion|verdict|summary|finding|bottom\s+line)\b)*",
     re.IGNORECASE,
 )
 #: A refutation that names what came before as its object ("none of this", "the list above"): it
@@ -682,7 +693,7 @@ _PERSON = (
     r"(?:team\s*mates?|colleagues?|co-?workers?|reviewers?|(?:team\s+)?leads?|manager|boss|users?|reporters?|"
     r"maintainers?|engineers?|developers?|devs?|authors?|on-?call(?:\s+engineer)?|intern|customers?|folks|"
     r"people|somebody|someone|everyone|others|agents?|assistant|llm|chatgpt|copilot|experts?|skeptics?|"
-    r"sceptics?|commenters?|posters?|predecessor|sre|researchers?|upstream|team|forum|bots?|linters?)"
+    r"sceptics?|commenters?|posters?|predecessor|sre|researchers?|upstream|team|forum|bots?|linters?|investigators?)"
 )
 #: What other people write ("the ticket says"); "my notes say" is the agent's own, so no "my"/"our" here.
 _DOCUMENT = (
@@ -734,7 +745,7 @@ _REPORT = (
     r"argues?|argued|insists?|insisted|guess(?:es|ed)?|blames?|blamed|assumes?|assumed|reckons?|reckoned|"
     r"wrote|writes|reports?|reported|asserts?|asserted|states?|stated|maintains?|maintained|contends?|contended|"
     r"hypothesi[sz]e[sd]?|suspects?|suspected|mentions?|mentioned|posted|posits?|posited|concludes?|concluded|"
-    r"speculates?|speculated|theori[sz]e[sd]?|alleges?|alleged|told\s+(?:me|us)|reads?(?=\s*:)|puts?\s+it\s+on|lays?\s+it\s+on|laid\s+it\s+on|"
+    r"speculates?|speculated|theori[sz]e[sd]?|alleges?|alleged|impl(?:y|ies|ied)|told\s+(?:me|us)|reads?(?=\s*:)|puts?\s+it\s+on|lays?\s+it\s+on|laid\s+it\s+on|"
     r"(?:pinged|messaged|emailed|texted|dm'?d|slacked|wrote\s+to)\s+(?:me|us)(?:\s+(?:saying|to\s+say|that))?|"
     r"annotat(?:e|es|ed)(?:\s+(?:it|this|that|the\s+\w+))?|(?:is|was|are|were)\s+"
     r"(?:convinced|sure|certain|adamant)|swears|swore|puts?\s+it\s+down\s+to|pins?\s+it\s+on|pinned\s+it\s+on|"
@@ -743,7 +754,9 @@ _REPORT = (
     # note saying"
     r"comment(?:s|ed)|flag(?:s|ged)|describes?|described|connects?\s+(?:it|this|that)\s+to|connected\s+(?:it|this|that)\s+to|"
     r"answer(?:s|ed)(?:\s+(?:[\w-]+\s+){0,3}?with)?|repl(?:y|ies|ied)(?:\s+with)?|"
-    r"left\s+(?:a|an|this|that)\s+(?:[\w-]+\s+)?(?:note|comment|message|todo|fixme)(?:\s+(?:saying|claiming|arguing))?)"
+    r"left\s+(?:a|an|this|that)\s+(?:[\w-]+\s+)?(?:note|comment|message|todo|fixme)(?:\s+(?:saying|claiming|arguing))?|"
+    # round 19: "Someone left this in a local branch of schedule.py: `# NB: …`"
+    r"left\s+(?:this|that|it|the\s+following)(?:\s+(?:in|on|at|under)\s+(?:[^:.!?\n]|\.(?=\w)){1,60}?)?(?=\s*:))"
 )
 _REPORT_ADVERB = (
     r"(?:(?:also|first|initially|originally|earlier|confidently|still|now|once|apparently|previously|"
@@ -852,7 +865,13 @@ THIRD_PARTY = re.compile(
     r"|(?:[\w-]+\s+){0,2}(?:issue|pr|pull\s+request|ticket|bug)\s*#?\d+\b|[\w.-]+\s*#\d+\b"
     rf"|{_NAME}\s*(?::|\s+(?:in|on|from|at)\s+(?:the\s+)?[#\w-]+\s*[:,])"
     # round 16: "Priya's message in #demand-training puts it on the wrapper: X"
-    rf"|{_NAME}'s\s+(?:[\w-]+\s+){{0,2}}?(?:{_CLAIM_NOUN}|{_DOCUMENT})\b)",
+    rf"|{_NAME}'s\s+(?:[\w-]+\s+){{0,2}}?(?:{_CLAIM_NOUN}|{_DOCUMENT})\b"
+    # round 19: any subject not the agent's own with a reporting verb ("Notes left from the earlier investigation run
+    # state as the root cause that X", "The docstring I found on … implies that X", "A Stack Overflow answer on "…"
+    # says that X"): theirs when the agent declines it
+    r"|(?!(?:i|we|my|our|it|this|that|these|those|there|here|so|then|thus|hence|if|when|because|since)\b)"
+    r"(?:[\w#.'`()\x22\u201c\u201d/-]+\s+){1,10}?(?<!\bi\s)(?<!\bwe\s)"
+    rf"{_REPORT_ADVERB}(?:{_REPORT}|found|expected|expects)\b(?=\s+(?:as\s+the\s+(?:root\s+)?cause\s+)?(?:that\b|:)|\s*:))",
     re.IGNORECASE,
 )
 #: The agent declining a claim it reported, without refuting it ("I'm not endorsing that conclusion", "Noting it as
@@ -884,7 +903,18 @@ DISTANCING = re.compile(
     r"|\bleave\s+(?:it|this|that)\s+to\s+(?:him|her|them|[\w-]+)\s+to\s+(?:confirm|verify|prove|check|chase)\b"
     r"|\bnot\s+(?:yet\s+)?(?:basing|building|acting)\s+(?:\w+\s+){0,2}?on\s+(?:it|this|that)\b"
     r"|\bnot\s+(?:yet\s+)?(?:pursuing|following\s+up\s+on|chasing)\s+(?:it|this|that)\b"
-    r"|\bclosed\s+(?:it|this|that|the\s+\w+)\s+as\s+(?:cannot|can't|won't|not|invalid|wontfix|duplicate|stale|unreproducible)",
+    r"|\bclosed\s+(?:it|this|that|the\s+\w+)\s+as\s+(?:cannot|can't|won't|not|invalid|wontfix|duplicate|stale|unreproducible)"
+    # round 19: "I'm not asserting it applies here", "I'm reporting its conclusion, not mine", "is another matter", "the
+    # doc is speculation", "I'm treating this as unverified", "I haven't tied it to our repo", "I'd push back on that",
+    # "I'm leaving that conclusion aside", "I don't think it transfers", "I'd rather reproduce it independently"
+    r"|\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:\w+\s+)?not\s+(?:asserting|claiming|saying|stating|concluding)\b"
+    r"|,?\s+not\s+(?:mine|ours)\b|\b(?:is|are)\s+(?:another|a\s+(?:different|separate))\s+(?:matter|question|story)\b"
+    r"|\b(?:is|was)\s+(?:just\s+|only\s+|pure\s+)?speculation\b"
+    r"|\btreat(?:ing)?\s+(?:it|this|that|them)\s+as\s+(?:unverified|unconfirmed|unproven|hearsay|a\s+(?:lead|rumou?r|claim|hint))\b"
+    r"|\b(?:haven't|have\s+not|hasn't|has\s+not)\s+(?:yet\s+)?(?:tied|connected|linked|mapped|related|matched)\s+(?:it|this|that|them)\s+to\b"
+    r"|\bpush(?:ing)?\s+back\b|\b(?:i|we)(?:'d|\s+would)\s+rather\s+(?:reproduce|verify|check|confirm|test)\b"
+    r"|\bleaving\s+(?:that|this|their|his|her)\s+[\w-]+\s+(?:open|unconfirmed|unverified|aside)\b"
+    r"|\b(?:i|we)\s+(?:don't|do\s+not)\s+think\s+(?:that|it|this|they|those|the\s+[\w-]+)\s+(?:transfers?|generali[sz]es?)\b",
     re.IGNORECASE,
 )
 #: How many sentences after a third party's sentence the agent may decline it.
@@ -980,10 +1010,10 @@ POSTPOSED_ATTRIBUTION = re.compile(
 #: A sentence that names its paragraph so far as someone else's claim ("That's his read;", "That's the upstream
 #: reports' story."); "That's my read" is the agent's own.
 NAMED_AS_THEIRS = re.compile(
-    rf"{_START}[\W_]*(?:that's|that\s+is|this\s+is|those\s+are|that\s+was|it's|it\s+is)\s+(?:all\s+|just\s+|only\s+)?(?:his|her|their|"
+    rf"(?:{_START}|(?<=\bbut\s))[\W_]*(?:that's|that\s+is|this\s+is|those\s+are|that\s+was|it's|it\s+is)\s+(?:all\s+|just\s+|only\s+)?(?:his|her|their|"
     rf"(?:the\s+)?(?:[\w-]+\s+)?[\w-]+(?:'s|s')|{_NAME}'s)\s+(?:[\w-]+\s+)?(?:read|reading|take|story|claim|theory|argument|version|view|"
     r"hypothesis|position|diagnosis|interpretation|explanation|words|wording|conclusion|account|opinion|guess|finding|"
-    r"findings|idea|suggestion|call)\b"
+    r"findings|idea|suggestion|call|description)\b"
     # round 18: "Leaving it as theirs; I have not verified it."
     r"|\b(?:leaving|leave|keeping|keep|filing|file|logging|log|recording|record)\s+(?:it|this|that|them)\s+as\s+(?:theirs|his|hers|"
     rf"their\s+(?:[\w-]+\s+)?{_CLAIM_NOUN}|(?:the\s+)?(?:[\w-]+\s+)?[\w-]+(?:'s|s')\s+(?:[\w-]+\s+)?{_CLAIM_NOUN})\b",
@@ -1019,7 +1049,7 @@ HYPOTHESIS_LABEL = re.compile(
     r"possible\s+(?:cause|explanation|mechanism)|idea|lead|bet|wager|speculation|instinct|intuition|"
     r"(?:tentative|provisional|preliminary|unconfirmed|unverified|untested|unproven|pending|speculative|working)\s+"
     r"[\w-]+(?:\s+[\w-]+){0,2}|money\s+is\s+on\s+(?:this|that|it))\b(?:\s*#?(?:\d+|(?-i:[A-Z]))\b)?(?:\s*\([^)\n]{0,100}\)|\s*,[^:\n.!?]{0,120}?|"
-    r"\s+(?:for|about|on|re)\s+[^:\n.!?,]{0,40}?|\s+(?:to\s+(?:test|check|verify|confirm|probe|rule\s+out)|worth\s+(?:testing|"
+    r"\s+(?:for|about|on|re)\s+[^:\n.!?,]{0,40}?|\s+(?:to\s+(?:test|check|verify|confirm|probe|rule\s+out)(?:\s+(?:with|by|using|via|on)\s+[^:\n.!?]{1,60}?)?|worth\s+(?:testing|"
     r"checking)|under\s+test|for\s+now|so\s+far|before\s+(?:running|testing|touching|changing)\s+anything|before\s+any\s+(?:runs?|tests?|experiments?)|before\s+(?:i|we)\s+"
     r"(?:run|test|touch|change|try)\s+anything))?"
     r"(?:\s+(?:was|is|were))?(?:\s*:|\s+[\u2014\u2013]\s|\s+--?\s)",
@@ -1086,6 +1116,9 @@ HYPOTHESIS_OPENING = re.compile(
     # round 18: a paragraph that opens with a plan to observe ("Plan: (1) log per-parameter grad norms …; (2) if …")
     r"|(?:plan|next\s+steps?)\s*:\s*(?:\(?1[.)]\s*)?(?:log|print|dump|measure|instrument|compare|trace|build|run|probe|record|"
     r"check|time|plot)\b"
+    # round 19: "Is the fork in Stack.forward even entered?" (a yes/no question opening its paragraph, not answered)
+    r"|(?:is|are|does|do|did|was|were)\s+(?:the|this|that|our|each|every|it|there)\b(?:[^.!?\n]|\.(?=\w)){0,200}\?"
+    r"(?![\W_]*(?:yes|yep|yeah|no|nope|correct|right|indeed|exactly|it\s+is|it\s+does|they\s+do|they\s+are)\b)"
     # round 18: "Is the problem that the consistency term skips DDP?"
     r"|is\s+(?:the\s+(?:problem|issue|cause|bug|culprit|reason)|it)\s+(?:simply\s+|just\s+)?that\b(?:[^.!?\n]|\.(?=\w)){0,200}\?"
     r"(?![\W_]*(?:yes|yep|yeah|no|nope|correct|right|indeed|exactly)\b)"
@@ -1122,12 +1155,32 @@ PLANNED_OBSERVATION = re.compile(
     r"(?:print|log|dump|measure|compare|instrument|trace|plot|record|diff|count|time|probe)\b",
     re.IGNORECASE,
 )
+#: A consequence drawn in the conditional mood ("The optimizer would then hold the superseded tensors", "… so X would
+#: therefore …"): after a sentence that put a claim forward, it goes on putting it forward.
+MODAL_CONSEQUENCE = re.compile(
+    r"\b(?:would|could|might)\s+(?:then|therefore|thus|in\s+turn|consequently)\b|\b(?:then|therefore|thus)\s+(?:would|could|might)\b",
+    re.IGNORECASE,
+)
 #: An "unverified" disclaimer ("not verified yet", "untested", "I haven't checked this"): the paragraph
 #: before it is put forward, not asserted.
 UNVERIFIED = re.compile(
     r"(?:\bnot\s+(?:yet\s+)?(?:been\s+)?(?:verified|confirmed|tested|checked|proven|run|tried|measured)(?:\s+yet)?"
     # round 18: "Not verified on my side."
     r"(?:\s+(?:on\s+my\s+(?:side|end)|by\s+me|myself|independently|locally))?"
+    # round 19: "Tentative.", "(will check with a print)", "Putting that down as a hypothesis to check"
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*tentative(?:ly)?\s*(?=[.!]|$)"
+    r"|(?<=\()\s*(?:will|to|going\s+to)\s+(?:check|confirm|verify|test)\b[^()\n]{0,60}(?=\))"
+    r"|\b(?:putting|put|writing|noting|filing|logging)\s+(?:it|this|that)\s+down\s+as\s+(?:a|an|my)\s+(?:[\w-]+\s+)?(?:hypothesis|guess|"
+    r"candidate|lead|theory|suspicion)\b(?:\s+to\s+(?:check|test|verify|confirm)\b[^.!?\n]{0,60})?"
+    # round 19: "Needs a mask dump per rank to confirm.", "I haven't dumped masks yet", "I haven't confirmed where the
+    # OOM fires yet", "Unconfirmed until I print per-rank norms."
+    r"|\bneeds?\s+(?:a|an|another|one\s+more)\s+(?:[\w-]+\s+){0,4}?(?:run|test|probe|check|experiment|measurement|dump|trace|"
+    r"diff|comparison|print(?:out)?)\b[^.!?\n]{0,40}?\bto\s+(?:be\s+sure|confirm|verify|tell|know)(?:\s+(?:it|this|that))?"
+    r"|\b(?:haven't|have\s+not|hasn't|has\s+not)\s+(?:yet\s+)?(?:dumped|printed|compared|diffed|plotted)\s+(?:the\s+|any\s+)?[\w-]+"
+    r"(?:\s+yet)?"
+    r"|\b(?:haven't|have\s+not|hasn't|has\s+not)\s+(?:yet\s+)?(?:verified|confirmed|checked|tested|established|measured)\s+"
+    r"(?:where|how|when|what|which|whether)\b[^.!?;\n]{1,80}?(?:\s+yet)?"
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*un(?:confirmed|verified|tested|proven)\s+until\s+[^.!?\n]{1,60}?"
     # round 17: "Worth checking next.", "Running that check next before changing anything."
     r"|\bworth\s+(?:checking|testing|a\s+check|a\s+test|verifying|confirming)\b(?:\s+next)?"
     r"|\b(?:running|doing|trying)\s+(?:that|this|the|a)\s+(?:[\w-]+\s+)?(?:check|test|comparison|experiment|probe)\s+next\b"
@@ -1156,6 +1209,8 @@ UNVERIFIED = re.compile(
     # round 16: "nothing I've run so far isolates it", "I'll treat it as a lead until a run confirms it"
     r"|\bnothing\s+(?:i|we)(?:'ve|\s+have)\s+(?:run|tried|done|checked|measured)\s+(?:so\s+far\s+|yet\s+)?(?:isolates|confirms|"
     r"shows|proves|supports|establishes|pins)\b(?:\s+(?:it|this|that)(?:\s+down)?)?"
+    r"|\b(?:treat|treating|keep|keeping|file|filing)\s+(?:it|this|that)\s+as\s+(?:tentative|provisional|unverified|unconfirmed|"
+    r"preliminary)\b"
     r"|\b(?:treat|treating|keep|keeping|file|filing)\s+(?:it|this|that)\s+as\s+(?:a|an)\s+(?:\w+\s+)?(?:lead|hypothesis|guess|"
     r"candidate|possibility)\b[^.!?\n]{0,60}"
     # round 2: "though I can't prove it yet", "I still need to run it", "pending a probe", "nothing run", "Just a
@@ -1180,6 +1235,10 @@ UNVERIFIED = re.compile(
     r"probe|check|experiment|measurement|trace|dump)\b[^.!?\n]{0,60}?\bbefore\s+(?:i|we)\s+(?:call|claim|conclude|commit|say|"
     r"touch|change)\b[^.!?\n]{0,30}"
     r"|\bfrom\s+reading(?:\s+(?:only|alone|the\s+code))?"
+    # round 19: "I'd want a per-rank mask comparison before committing to that."
+    r"|\b(?:i|we)(?:'d|\s+would)\s+(?:want|need|like)\s+(?:a|an|another|one\s+more)\s+(?:[\w-]+\s+){0,3}?(?:run|test|probe|check|"
+    r"experiment|measurement|trace|dump|comparison|diff|print(?:out)?)\b[^.!?\n]{0,60}?\bbefore\s+(?:(?:i|we)\s+)?(?:call|claim|"
+    r"conclude|commit|say|touch|change)\w*\b[^.!?\n]{0,30}"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:i|we)\s+)?(?:still\s+)?need\s+to\s+\w+(?:[^.!?\n]|\.(?=\w)){0,80}?\bto\s+(?:confirm|verify|be\s+sure|"
     r"check|know|tell|be\s+certain)(?:\s+(?:it|this|that))?"
     # round 18: "Need to confirm before editing.", "Plan: log `epoch` at the top of each epoch to check."
@@ -1426,8 +1485,17 @@ def scopes(text: str) -> Scopes:
     for n, disclaimer in enumerate(UNVERIFIED.finditer(text)):
         if n >= MAX_SCOPES:
             break
-        tentative.append((_paragraph_start(text, disclaimer.start()), _prose_sentence(text, disclaimer.start())[1]))
-    doubts = sorted((*IF_RIGHT.finditer(text), *PLANNED_OBSERVATION.finditer(text)), key=lambda m: m.start())
+        begin, stop = _prose_sentence(text, disclaimer.start())
+        paragraph = _paragraph_start(text, disclaimer.start())
+        if paragraph > 0 and not re.search(r"\w", text[paragraph:begin]):
+            # round 19: a paragraph that opens with the disclaimer ("X. …\n\nI haven't checked what Y counts, so I'm
+            # keeping this as a candidate") disclaims the paragraph before it too
+            paragraph = _paragraph_start(text, paragraph - 1)
+        tentative.append((paragraph, stop))
+    doubts = sorted(
+        (*IF_RIGHT.finditer(text), *PLANNED_OBSERVATION.finditer(text), *MODAL_CONSEQUENCE.finditer(text)),
+        key=lambda m: m.start(),
+    )
     for n, doubt in enumerate(doubts):
         if n >= MAX_SCOPES:
             break
@@ -1480,6 +1548,13 @@ def _claim_end(text: str, at: int) -> tuple[int, bool]:
         return _paragraph_end(text, start), True
     if opening in ("\n", ""):
         return _paragraph_end(text, start + 1), False
+    if opening == "`" and ":" in text[at:start]:
+        # round 19: code quoted after a colon ("Someone left this in schedule.py: `# NB: … runs Px fast?`"): their
+        # words, to the closing backticks, when it holds a sentence's worth of words
+        fence = "```" if text.startswith("```", start) else "`"
+        close = text.find(fence, start + len(fence), start + MAX_QUOTE)
+        if close != -1 and len(text[start + len(fence) : close].split()) >= MIN_QUOTED_WORDS:
+            return close + len(fence), True
     stop = _prose_sentence(text, start)[1]
     contrast = CONTRAST.search(text, start, stop)
     # "… with the reduce started in X but waited on in Y": a "but" joining two participles stays in the claim
@@ -1702,7 +1777,7 @@ def _elliptical_omission(text: str, at: int) -> bool:
 
 #: A negated causative inside a match ("A stale node copy … does not cause its ranks to load v1 while …").
 CAUSATION_DENIED = re.compile(
-    r"\b(?:does|do|did)\s*(?P<neg>not|n't)\s+(?:cause|lead\s+to|result\s+in)\b", re.IGNORECASE
+    r"\b(?:does|do|did)\s*(?P<neg>not|n't)\s+(?:cause|lead\s+to|result\s+in|make|let|leave|force)\b", re.IGNORECASE
 )
 
 
@@ -1897,7 +1972,10 @@ CAUSE_DENIED = re.compile(
     r"makes|made|drives|drove|triggers|triggered|kills|explains|stalls|stalled|hangs|hung|fails|failed|deadlocks|"
     r"deadlocked|diverges|diverged|drifts|drifted))\b"
     r"|\b(?:does|do|did|can|could)\s*(?:not|n't)\s+(?:really\s+)?(?:explain|account\s+for|cause)\b"
-    r"|\b(?:cannot|can't)\s+(?:explain|account\s+for)\b",
+    r"|\b(?:cannot|can't)\s+(?:explain|account\s+for)\b"
+    # round 19: a subject judged correct ("Dividing expert grads by the expert-DP group size …, is exactly right for
+    # experts that only exist on W/ep replicas"): what it describes is no defect
+    r"|\b(?:is|are|was|were)\s+(?:exactly|perfectly|entirely)\s+(?:right|correct)\b|\b(?:is|are)\s+(?:by\s+design|as\s+designed)\b",
     re.IGNORECASE,
 )
 #: A denied copula ("is not", "isn't"): the predicate denies what its subject is, not what something accounts for.
@@ -2104,7 +2182,16 @@ def _reported_past(text: str, at: int, end: int) -> bool:
     guess was X"): such a marker before it in its clause (commas do not end it), or inside it."""
     begin = max(_sentence_start(text, at), at - MAX_SENTENCE)
     breaks = list(STRONG_BREAK.finditer(text, begin, at))
+    # round 18: "My claim was: X" — the colon introduces the belief, it does not end its clause
+    while breaks and breaks[-1].group(0) == ":" and _belief_before(text, breaks[-1].start()):
+        breaks.pop()
     return bool(PAST_BELIEF.search(text, breaks[-1].end() if breaks else begin, end))
+
+
+def _belief_before(text: str, colon: int) -> bool:
+    """Whether an earlier belief's marker ends right before the colon at ``colon`` ("My claim was:")."""
+    lead = text[max(0, colon - 80) : colon]
+    return any(m.end() >= len(lead.rstrip()) - 1 for m in PAST_BELIEF.finditer(lead))
 
 
 def _judged_false(text: str, start: int) -> bool:
@@ -2225,10 +2312,16 @@ NULL_VERDICT_REACH = 300
 STRUCK = re.compile(r"~~[^~\n]{1,2000}(?:\n[^~\n]{1,2000}){0,8}~~")
 
 
+def _line_markup_start(text: str, at: int) -> int:
+    """Where the markup before ``at`` on its line begins ("* ~~X~~": the bullet is struck with its item)."""
+    line = text.rfind("\n", 0, at) + 1
+    return line if re.fullmatch(r"[ \t>*+\-\u2022\d.)]*", text[line:at]) else at
+
+
 def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> list[Withdrawal]:
     """The statement's withdrawals, in order: struck-through text takes back what it holds."""
     struck = zip(range(MAX_SCOPES), STRUCK.finditer(statement), strict=False)
-    found = [Withdrawal(m.start(), m.end(), False, m.start()) for _, m in struck]
+    found = [Withdrawal(m.start(), m.end(), False, _line_markup_start(statement, m.start())) for _, m in struck]
     for kind, regex in (("retraction", RETRACTION), ("refutation", REFUTATION), ("verdict", NULL_VERDICT)):
         for match in regex.finditer(statement):
             tested = NULL_RESULT.search(statement, max(0, match.start() - NULL_VERDICT_REACH), match.start())
