@@ -44,13 +44,18 @@ RUBRIC = Rubric(
 CORRECT = "The planner doesn't account for the head: three buffers, while the checkpointed inputs stay live."
 
 
+#: The rules alone: these tests pin the reader's rules on toy rubrics. The learned stance model, which takes credit away
+#: on top of them, is tested in tests/test_stance_model.py, and with them over every real rubric's statements below.
+RULES = RubricJudge(vetoes=False)
+
+
 def _judge(statement: str) -> bool | None:
-    return RubricJudge().judge(statement, RUBRIC).correct
+    return RULES.judge(statement, RUBRIC).correct
 
 
 def _credited(statement: str) -> tuple[bool | None, bool]:
     """Whether :data:`RUBRIC` credits ``statement`` as a diagnosis, and as a pre-run hypothesis."""
-    verdict = RubricJudge().judge(statement, RUBRIC)
+    verdict = RULES.judge(statement, RUBRIC)
     return verdict.correct, verdict.hypothesis
 
 
@@ -252,7 +257,7 @@ def test_evidence_is_quoted_from_the_statement_per_concept() -> None:
         "The planner misses the head, holding 3 dense [chunk_rows x padded_vocab] bf16 buffers; checkpoint inputs "
         "stay live."
     )
-    verdict = RubricJudge().judge(statement, RUBRIC)
+    verdict = RULES.judge(statement, RUBRIC)
     assert verdict.correct is True and set(verdict.concepts) == {"head unpriced", "three buffers", "retention"}
     quotes = dict(verdict.evidence)
     assert all(quote in statement for quote in quotes.values())
@@ -260,9 +265,9 @@ def test_evidence_is_quoted_from_the_statement_per_concept() -> None:
 
 
 def test_withdrawn_flag_and_a_later_restatement() -> None:
-    withdrawn = RubricJudge().judge(CORRECT + " Scratch that.", RUBRIC)
+    withdrawn = RULES.judge(CORRECT + " Scratch that.", RUBRIC)
     assert (withdrawn.correct, withdrawn.withdrawn, withdrawn.concepts) == (False, True, ())
-    restated = RubricJudge().judge(CORRECT + " Scratch that. " + CORRECT, RUBRIC)
+    restated = RULES.judge(CORRECT + " Scratch that. " + CORRECT, RUBRIC)
     assert restated.correct is True
 
 
@@ -272,7 +277,7 @@ def test_an_open_question_reaches_into_a_sentence_level_phrasing() -> None:
     sentence = dataclasses.replace(
         RUBRIC, concepts=(_concept("sentence", r"(?:^|(?<=[.!?]\s))(?=[^.!?\n]{0,200}?\bplanner\b)[^.!?\n]{1,200}"),)
     )
-    judged = {text: RubricJudge().judge(text, sentence).correct for text in (
+    judged = {text: RULES.judge(text, sentence).correct for text in (
         "Plan: confirm whether the planner misses the head.",
         "Next step: verify if the planner misses the head.",
         "Plan: the planner misses the head.",
@@ -376,7 +381,7 @@ OWN_STEP = dataclasses.replace(
     ],
 )
 def test_clause_breaks_before_a_match_see_its_first_word(statement: str, expected: bool) -> None:
-    assert RubricJudge().judge(statement, OWN_STEP).correct is expected
+    assert RULES.judge(statement, OWN_STEP).correct is expected
 
 
 @pytest.mark.parametrize(
@@ -484,7 +489,7 @@ ENTAILING = dataclasses.replace(
     ],
 )
 def test_alternatives_and_entailed_concepts(statement: str, expected: bool) -> None:
-    verdict = RubricJudge().judge(statement, ENTAILING)
+    verdict = RULES.judge(statement, ENTAILING)
     assert verdict.correct is expected
     if "OOM in my runs" in statement:
         assert "denies 'calls OOM'" in verdict.note
@@ -518,7 +523,7 @@ def test_a_question_still_to_check_with_an_adverb(statement: str, expected: bool
     ],
 )
 def test_a_scoped_denial_of_an_entailed_concept_is_no_denial(statement: str, expected: bool) -> None:
-    assert RubricJudge().judge(statement, ENTAILING).correct is expected
+    assert RULES.judge(statement, ENTAILING).correct is expected
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,9 @@ def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _judge(statement: str, rubric: Rubric = RUBRIC) -> Verdict:
-    return RubricJudge().judge(statement, rubric)
+    """The rules alone on the toy rubric (the forms below pin the reader's rules; the learned stance model that takes
+    credit away on top of them is tested in tests/test_stance_model.py), the whole judge on a case's own rubric."""
+    return RubricJudge(vetoes=rubric is not RUBRIC).judge(statement, rubric)
 
 
 def _readings(verdict: Verdict) -> tuple[bool | None, bool | None]:

@@ -98,6 +98,9 @@ def test_sdist_and_wheel_carry_cases_containers_locks_and_harnesslib(dist: Path)
     ):
         assert name in in_sdist
         assert f"gym_trainfail/_builtin/{name}" in in_wheel
+    # the rubric judge's learned stance model (gym_trainfail/diagnosis/stance_model.py) loads from the package
+    assert "gym_trainfail/diagnosis/stance_model.npz" in in_sdist
+    assert "gym_trainfail/diagnosis/stance_model.npz" in in_wheel
     assert "gym_trainfail/harnesslib/warm_launch.py" in in_wheel
     assert "trainfail_agents/scripted.py" in in_wheel
     leftovers = [n for n in in_wheel if "__pycache__" in n or ".ruff_cache" in n or n.endswith(".pyc")]

@@ -25,7 +25,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from gym_trainfail.diagnosis.reading import STANCES, Assertion, stances, views, withdrawals, withdrawn
+from gym_trainfail.diagnosis import stance_model
+from gym_trainfail.diagnosis.reading import (
+    STANCES,
+    Assertion,
+    cued,
+    endorses,
+    stances,
+    views,
+    withdrawals,
+    withdrawn,
+)
 from gym_trainfail.diagnosis.rubric import Concept, Rubric
 from gym_trainfail.hashing import bytes_digest
 from gym_trainfail.paths import home
@@ -35,9 +45,9 @@ EXCERPT_CHARS = 300
 QUOTE_CHARS = 400
 #: Bump when the cached verdict's format changes (a change to the judges' code is caught by
 #: :func:`code_digest`).
-JUDGE_CACHE_VERSION = 18
-#: The modules a verdict depends on, besides the rubric and the statement.
-JUDGE_MODULES = ("judges.py", "reading.py", "rubric.py", "llm_judge.py")
+JUDGE_CACHE_VERSION = 19
+#: The modules a verdict depends on, besides the rubric and the statement (the stance model's weights too).
+JUDGE_MODULES = ("judges.py", "reading.py", "rubric.py", "llm_judge.py", "stance_model.py", "stance_model.npz")
 
 
 @functools.cache
@@ -145,6 +155,11 @@ class RubricJudge:
 
     identity = "rubric"
 
+    def __init__(self, *, vetoes: bool = True) -> None:
+        #: Whether the learned stance model (:mod:`.stance_model`) may take credit away (``False``: the rules
+        #: alone, to compare the two or to test the rules).
+        self.vetoes = vetoes
+
     def judge(self, statement: str, rubric: Rubric) -> Verdict:
         wrong_patterns = [p for w in rubric.wrong for p in w.phrasings]
         taken_back = withdrawals(statement, wrong_patterns)
@@ -160,11 +175,24 @@ class RubricJudge:
         sound = not blamed and not denied
         correct = stance == "asserted" and sound
         hypothesis = stance in ("asserted", "hypothesised") and sound
+        vetoed = ""
+        if correct and self.vetoes and cued(statement):
+            # the learned stance model may only take credit away (stance_model.py): a statement the rules read
+            # as asserted that it reads as put forward, withdrawn or someone else's is not a diagnosis, where the
+            # statement shows a sign of it the rules know (a report, a hedge, a retraction, a quotation, a "?":
+            # reading.CUES); a plain statement is left to the rules, as are the words of a case it never saw
+            veto = stance_model.load().veto(statement)
+            # … unless the statement endorses or confirms what it reported or put forward, which the rules read
+            # ('Priya says: "X" I agree.', "Hypothesis: X. The probe confirms it.") and word counts do not
+            if veto is not None and not (veto[0] in ("attributed", "hypothesised") and endorses(statement)):
+                stance = veto[0]
+                correct, hypothesis = False, stance == "hypothesised"
+                vetoed = f"stance model reads it as {stance} ({veto[1]:.2f})"
         evidence = tuple((name, _quote(statement, a)) for name, a in (*stated.items(), *blamed.items()))
         shown = stated if correct else put if hypothesis else {}
         passage = _excerpt(" … ".join(_quote(statement, a) for a in shown.values())) if shown else ""
         via = [_via(c, statement, put[c.name]) for c in rubric.concepts if c.alternatives and c.name in put]
-        note = "; ".join([*via, *(f"denies {name!r}: {_quote(statement, d)!r}" for name, d in denied.items())])
+        note = "; ".join([*via, *(f"denies {name!r}: {_quote(statement, d)!r}" for name, d in denied.items()), vetoed])
         return Verdict(correct, tuple(sorted(stated)), tuple(sorted(blamed)), passage, note.strip("; "), evidence,
                        withdrawn=stance == "withdrawn", stance=stance, hypothesis=hypothesis)  # fmt: skip
 

@@ -1591,6 +1591,43 @@ def _endorsed(text: str, start: int, end: int, reach: int = 2) -> bool:
     return False
 
 
+#: What marks a statement as holding something other than its own plain claim somewhere: someone else's words, a
+#: hedge or a plan to check, an earlier belief, a retraction, a refutation. (Not :data:`THIRD_PARTY`: any subject
+#: that is a document or a person fits it, "that is what ANSWER holds" included; it counts only once declined.)
+CUES = (
+    ATTRIBUTION,
+    FACTIVE_ATTRIBUTION,
+    POSTPOSED_ATTRIBUTION,
+    NAMED_AS_THEIRS,
+    DISTANCING,
+    DOUBT,
+    HYPOTHESIS_LABEL,
+    HYPOTHESIS_OPENING,
+    TENTATIVE,
+    ODDS,
+    UNVERIFIED,
+    IF_RIGHT,
+    PLANNED_OBSERVATION,
+    RETRACTION,
+    REFUTATION,
+    PAST_BELIEF,
+    NULL_RESULT,
+)
+
+
+def cued(text: str) -> bool:
+    """Whether any of :data:`CUES` occurs in the statement (or a quotation, a question mark, a quoted block or struck
+    text does)."""
+    text = text[: MAX_SENTENCE * 20]
+    return any(c in text for c in ('"', "\u201c", "?", "> ", "~~")) or any(p.search(text) for p in CUES)
+
+
+def endorses(text: str) -> bool:
+    """Whether the statement endorses a claim anywhere ("I agree", "she's right", "I confirmed it"; not a negated
+    one, nor one refuted in the same breath), or confirms what it put forward ("The probe confirms it")."""
+    return _endorsed(text, 0, len(text), reach=0) or bool(scopes(text).confirmations)
+
+
 def _paragraph_end(text: str, at: int) -> int:
     found = PARAGRAPH_END.search(text, at, at + MAX_QUOTE * 4)
     return found.start() if found else min(len(text), at + MAX_QUOTE * 4)

@@ -1,0 +1,125 @@
+"""The learned stance model: trained on the rubrics' labelled statements, current with them, deterministic,
+bounded, and used by the rubric judge only to take credit away."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gym_trainfail.cases import load_case
+from gym_trainfail.diagnosis import stance_model
+from gym_trainfail.diagnosis.judges import RubricJudge
+from gym_trainfail.diagnosis.reading import cued
+
+ENVS = Path(__file__).resolve().parents[1] / "envs"
+CLAIM = "the planner misses the head: three buffers while the checkpoint inputs stay live"
+
+
+def _judges() -> tuple[RubricJudge, RubricJudge]:
+    return RubricJudge(vetoes=False), RubricJudge()
+
+
+def test_the_committed_model_is_trained_on_the_current_fixtures() -> None:
+    texts, labels = stance_model.training_set(ENVS)
+    assert len(texts) > 10_000 and set(labels) == set(stance_model.STANCES)
+    assert stance_model.load().trained_on == stance_model.digest(texts, labels), (
+        "retrain: python -m gym_trainfail.diagnosis.stance_model"
+    )
+
+
+def test_check_says_when_the_model_is_stale(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a fixture set other than the one the model was trained on (one case's rubric) makes it stale
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "scaler_inf_sync").symlink_to(ENVS / "scaler_inf_sync")
+    assert stance_model.main(["--check", "--envs", str(tmp_path / "envs")]) == 1
+    assert "stale" in capsys.readouterr().err
+
+
+MECHANISM = (
+    "the planner prices only the static peak and never the head's target backward, which holds three dense "
+    "padded-vocab buffers while the checkpointed inputs stay live"
+)
+
+
+def test_a_claim_the_rules_credit_but_the_model_reads_as_someone_elses_is_not_credited() -> None:
+    rubric = load_case(ENVS / "admission_backward_oom").rubric
+    assert rubric is not None
+    rules, judge = _judges()
+    statement = "Our old design doc argued that " + MECHANISM + ". I haven't verified that myself."
+    assert rules.judge(statement, rubric).correct is True
+    verdict = judge.judge(statement, rubric)
+    assert (verdict.correct, verdict.hypothesis, verdict.stance) == (False, False, "attributed")
+    assert "stance model reads it as attributed" in verdict.note
+    # the same claim as the agent's own, plainly, keeps its credit: a plain statement is left to the rules
+    assert judge.judge(MECHANISM[0].upper() + MECHANISM[1:] + ".", rubric).correct is True
+
+
+def test_an_endorsed_report_keeps_its_credit() -> None:
+    rubric = load_case(ENVS / "admission_backward_oom").rubric
+    assert rubric is not None
+    rules, judge = _judges()
+    statement = "Our old design doc argued that " + MECHANISM + ". I confirmed it with the meter, and I agree."
+    assert rules.judge(statement, rubric).correct is judge.judge(statement, rubric).correct is True
+
+
+def test_the_model_only_takes_credit_away() -> None:
+    """Over a rubric's statements, the judge with the model never credits what the rules alone do not, as a
+    diagnosis or as a hypothesis; and the asserted statements the rules credit keep their credit."""
+    rubric = load_case(ENVS / "shard_local_clip_norm").rubric
+    assert rubric is not None
+    rules, judge = _judges()
+    for fixture in rubric.fixtures[:400]:
+        alone, both = rules.judge(fixture.text, rubric), judge.judge(fixture.text, rubric)
+        assert both.correct <= alone.correct and both.hypothesis <= alone.hypothesis  # type: ignore[operator]
+        if fixture.correct:
+            assert both.correct is alone.correct is True
+
+
+def test_negation_shaped_assertions_are_left_to_the_rules() -> None:
+    rubric = load_case(ENVS / "admission_backward_oom").rubric
+    assert rubric is not None
+    statement = (
+        "It is not a leak and not fragmentation: the planner only prices the static peak and never the head's "
+        "target backward, which holds three dense padded-vocab buffers while the checkpointed inputs stay live."
+    )
+    assert stance_model.load().veto(statement) is None
+
+
+def test_training_is_deterministic_and_learns_the_stances(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stance_model, "DIM", 1 << 10)
+    texts = [f"the {w} is wrong" for w in ("scaler", "sampler", "planner")] + [
+        f"{who} says the {w} is wrong" for who in ("Priya", "the ticket", "a reviewer") for w in ("scaler", "sampler")
+    ]
+    labels = ["asserted"] * 3 + ["attributed"] * 6
+    first, second = stance_model.train(texts, labels), stance_model.train(texts, labels)
+    assert np.array_equal(first.weights, second.weights) and first.trained_on == second.trained_on
+    assert max(first.probabilities("a reviewer says the planner is wrong").items(), key=lambda kv: kv[1])[0] == (
+        "attributed"
+    )
+
+
+def test_reading_is_bounded_on_long_input() -> None:
+    long = "the planner misses the head " * 100_000
+    assert len(stance_model.features(long)) == len(stance_model.features(long[: stance_model.MAX_CHARS]))
+
+
+def test_a_saved_model_loads_as_it_was(tmp_path: Path) -> None:
+    model = stance_model.load()
+    path = tmp_path / "model.npz"
+    model.save(path)
+    again = stance_model.load.__wrapped__(path)
+    assert again.trained_on == model.trained_on
+    text = "I suspect " + CLAIM
+    assert again.probabilities(text) == pytest.approx(model.probabilities(text), abs=1e-3)
+
+
+def test_a_plain_statement_of_a_case_the_model_never_saw_is_left_to_the_rules() -> None:
+    """The model reads "the README documents 42" as a report (its words for someone else's claim); a statement with
+    no sign of one that the rules know (reading.CUES) keeps the rules' verdict."""
+    rubric = load_case(Path(__file__).parent / "fixtures" / "cases" / "echo_case").rubric
+    assert rubric is not None
+    statement = "ANSWER = 41 in report.py; the README documents 42."
+    assert stance_model.load().veto(statement) is not None and not cued(statement)
+    assert RubricJudge().judge(statement, rubric).correct is True
