@@ -123,3 +123,8 @@ def test_a_plain_statement_of_a_case_the_model_never_saw_is_left_to_the_rules() 
     statement = "ANSWER = 41 in report.py; the README documents 42."
     assert stance_model.load().veto(statement) is not None and not cued(statement)
     assert RubricJudge().judge(statement, rubric).correct is True
+
+
+def test_the_rules_alone_are_another_judge_for_the_verdict_cache() -> None:
+    assert RubricJudge().identity == RubricJudge.identity == "rubric"
+    assert RubricJudge(vetoes=False).identity != RubricJudge().identity

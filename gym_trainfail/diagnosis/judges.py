@@ -159,6 +159,9 @@ class RubricJudge:
         #: Whether the learned stance model (:mod:`.stance_model`) may take credit away (``False``: the rules
         #: alone, to compare the two or to test the rules).
         self.vetoes = vetoes
+        if not vetoes:
+            # another judge: its verdicts must not share the cache (judge_statements) with the whole judge's
+            self.identity = "rubric-rules"
 
     def judge(self, statement: str, rubric: Rubric) -> Verdict:
         wrong_patterns = [p for w in rubric.wrong for p in w.phrasings]

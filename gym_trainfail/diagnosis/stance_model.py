@@ -31,8 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-#: The stances, in the model's output order (the same five as :data:`.reading.STANCES`).
-STANCES = ("asserted", "hypothesised", "withdrawn", "attributed", "denied")
+#: The stances, in the model's output order.
+from gym_trainfail.diagnosis.reading import STANCES
+
 #: Hashed feature space: words and word pairs, lowercased.
 DIM = 1 << 16
 #: The stances the model may veto with: how a statement holds a claim as a whole (put forward, taken back, someone
