@@ -1198,3 +1198,29 @@ def test_round_nineteen_withdrawals_and_denials(statement: str, expected: bool, 
 )  # fmt: skip
 def test_round_nineteen_verdicts_retractions_and_quoted_code(statement: str, expected: bool, hypothesis: bool) -> None:
     assert _credited(statement) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # "Tentative until <a check>." disclaims its paragraph
+        (CORRECT + " Tentative until I meter the chunks.", False, True),
+        # someone else's claim declined: "No opinion from me yet", "which I haven't endorsed"
+        ("Ticket T-12, filed by infra, states that " + CLAIM + ". No opinion from me yet.", False, False),
+        ("Ticket T-12 states that " + CLAIM + ". I haven't endorsed it.", False, False),
+        ("Ticket T-12 states that " + CLAIM + ". I agree, and the meter confirms it.", True, True),
+        # a label that rejects what follows ("Tested and discarded:", "Dropped hypothesis:")
+        ("Tested and discarded: the theory that " + CLAIM + ". Swapping the order changed nothing.", False, False),
+        ("Dropped hypothesis: " + CLAIM + ".", False, False),
+        ("Hypothesis: " + CLAIM + ".", False, True),
+        # a truth value answering the sentence before is no verdict; a verdict on a claim still is
+        ("The planner charges the head only when `price_head` is true. It's false, so " + CLAIM + ".", True, True),
+        (CORRECT + " That's false.", False, False),
+        # a negated sameness asserts a difference ("don't make the same …"); a negated causative still denies
+        ("The chunks don't make the same demand twice: " + CLAIM + ".", True, True),
+        ("Holding three buffers while the checkpoint inputs stay live does not make the planner miss the head.",
+         False, False),
+    ],
+)  # fmt: skip
+def test_round_twenty_disclaimers_declines_labels_and_values(statement: str, expected: bool, hypothesis: bool) -> None:
+    assert _credited(statement) == (expected, hypothesis)

@@ -10,7 +10,7 @@ import pytest
 
 from gym_trainfail.cases import load_case
 from gym_trainfail.diagnosis import stance_model
-from gym_trainfail.diagnosis.judges import RubricJudge
+from gym_trainfail.diagnosis.judges import RubricJudge, _vetoable
 from gym_trainfail.diagnosis.reading import cued
 
 ENVS = Path(__file__).resolve().parents[1] / "envs"
@@ -85,6 +85,34 @@ def test_negation_shaped_assertions_are_left_to_the_rules() -> None:
         "target backward, which holds three dense padded-vocab buffers while the checkpointed inputs stay live."
     )
     assert stance_model.load().veto(statement) is None
+
+
+RESUME_DENIED = (
+    "It is not the case that the resume skip is counted in optimizer steps rather than micro-batches. The resumed "
+    "run does not train on micro-batches it already saw because skip_first_batches is missing a factor of "
+    "gradient_accumulation_steps."
+)
+
+
+def test_a_denial_the_rules_credit_but_the_model_reads_as_denied_is_not_credited() -> None:
+    """The rules read the second sentence's cause ("because skip_first_batches is missing …") as asserted; the
+    model reads the whole statement as the denial it is."""
+    rubric = load_case(ENVS / "resume_skip_batches").rubric
+    assert rubric is not None
+    rules, judge = _judges()
+    assert rules.judge(RESUME_DENIED, rubric).correct is True
+    verdict = judge.judge(RESUME_DENIED, rubric)
+    assert (verdict.correct, verdict.hypothesis, verdict.stance) == (False, False, "denied")
+    assert "stance model reads it as denied" in verdict.note
+
+
+def test_a_denial_needs_a_negating_word() -> None:
+    """The model may only read a statement as denied where the statement negates something: it learned denial
+    from negations, and a statement with none is left to the rules whatever the model says."""
+    assert _vetoable("denied", RESUME_DENIED)
+    assert not _vetoable("denied", "The resume skip counts optimizer steps; the loader yields micro-batches.")
+    assert _vetoable("attributed", "Priya says the resume skip counts optimizer steps.")
+    assert not _vetoable("attributed", "The resume skip counts optimizer steps.")
 
 
 def test_training_is_deterministic_and_learns_the_stances(monkeypatch: pytest.MonkeyPatch) -> None:

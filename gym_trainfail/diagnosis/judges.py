@@ -31,6 +31,7 @@ from gym_trainfail.diagnosis.reading import (
     Assertion,
     cued,
     endorses,
+    negations,
     stances,
     views,
     withdrawals,
@@ -179,18 +180,11 @@ class RubricJudge:
         correct = stance == "asserted" and sound
         hypothesis = stance in ("asserted", "hypothesised") and sound
         vetoed = ""
-        if correct and self.vetoes and cued(statement):
-            # the learned stance model may only take credit away (stance_model.py): a statement the rules read
-            # as asserted that it reads as put forward, withdrawn or someone else's is not a diagnosis, where the
-            # statement shows a sign of it the rules know (a report, a hedge, a retraction, a quotation, a "?":
-            # reading.CUES); a plain statement is left to the rules, as are the words of a case it never saw
-            veto = stance_model.load().veto(statement)
-            # … unless the statement endorses or confirms what it reported or put forward, which the rules read
-            # ('Priya says: "X" I agree.', "Hypothesis: X. The probe confirms it.") and word counts do not
-            if veto is not None and not (veto[0] in ("attributed", "hypothesised") and endorses(statement)):
-                stance = veto[0]
-                correct, hypothesis = False, stance == "hypothesised"
-                vetoed = f"stance model reads it as {stance} ({veto[1]:.2f})"
+        veto = stance_model.load().veto(statement) if correct and self.vetoes else None
+        if veto is not None and _vetoable(veto[0], statement):
+            stance = veto[0]
+            correct, hypothesis = False, stance == "hypothesised"
+            vetoed = f"stance model reads it as {stance} ({veto[1]:.2f})"
         evidence = tuple((name, _quote(statement, a)) for name, a in (*stated.items(), *blamed.items()))
         shown = stated if correct else put if hypothesis else {}
         passage = _excerpt(" … ".join(_quote(statement, a) for a in shown.values())) if shown else ""
@@ -198,6 +192,18 @@ class RubricJudge:
         note = "; ".join([*via, *(f"denies {name!r}: {_quote(statement, d)!r}" for name, d in denied.items()), vetoed])
         return Verdict(correct, tuple(sorted(stated)), tuple(sorted(blamed)), passage, note.strip("; "), evidence,
                        withdrawn=stance == "withdrawn", stance=stance, hypothesis=hypothesis)  # fmt: skip
+
+
+def _vetoable(stance: str, statement: str) -> bool:
+    """Whether the learned stance model (:mod:`.stance_model`) may take a credited statement's credit away in
+    ``stance``: only where the statement shows a sign of it the rules know. Put forward, withdrawn or someone
+    else's: a report, a hedge, a retraction, a quotation, a "?" (:func:`.reading.cued`), and no endorsement or
+    confirmation of what it reported or put forward, which the rules read ('Priya says: "X" I agree.', "Hypothesis:
+    X. The probe confirms it.") and word counts do not. Denied: a negating word. A plain statement is left to the
+    rules, as are the words of a case the model never saw."""
+    if stance == "denied":
+        return any(negations(statement))
+    return cued(statement) and not (stance in ("attributed", "hypothesised") and endorses(statement))
 
 
 def _stances(concept: Concept, read: Sequence[Any], taken_back: Sequence[Any], *, wrong: bool) -> dict[str, Assertion]:

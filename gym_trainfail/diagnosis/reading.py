@@ -89,6 +89,8 @@ NOT_NEGATION = re.compile(
     r"|\b(?:not|never|isn't|aren't|wasn't|weren't|doesn't|don't|didn't)\s+(?:\w+\s+){0,2}?until\b|\bnor\s+that\b"
     # … and a question's "or not" before its closing quote or mark ('the "skip this step or not" decision')
     r"|\bor\s+not\b(?=\s*[\x22\u201d'?)\]])"
+    # round 20: sameness denied asserts a difference ("Ranks don't make the same number of all-to-all calls: …")
+    r"|\b(?:not|never|isn't|aren't|wasn't|weren't|doesn't|don't|didn't)\s+(?:\w+\s+){0,2}?the\s+same\b"
     # an imperative that warns against what the code does ("# Do NOT compute the aux term on unwrap(ddp)")
     r"|(?:^|(?<=[.!?#]\s)|(?<=\n))[\W_]*(?:do\s+not|don't|never)(?=\s+(?:compute|call|use|run|route|apply|pass|build|"
     r"create|put|send|take|skip)\b)",
@@ -317,7 +319,9 @@ REFUTATION = re.compile(
     # round 14: a noun pointing back at the sentence's start ("That accounting is not the reason.")
     rf"|{_START}[\W_]*(?:that|this)\s+[\w-]+(?:\s+[\w-]+)?\s+(?:isn't|wasn't|is\s+not|was\s+not)\s+the\s+(?:real\s+)?(?:cause|reason|"
     r"culprit|explanation|problem|issue)\s*(?=[.!;\n]|$)"
-    r"|\b(?:that's|that\s+is|that\s+was|it's|it\s+is|it\s+was|this\s+is|this\s+was|which\s+is|which\s+was)\s+"
+    # … not a truth value answering the sentence before ("… only when `train.deterministic` is true. It's false, so …")
+    r"|(?<!\btrue\.\s)(?<!\bfalse\.\s)(?<!\btrue`\.\s)(?<!\bfalse`\.\s)"
+    r"\b(?:that's|that\s+is|that\s+was|it's|it\s+is|it\s+was|this\s+is|this\s+was|which\s+is|which\s+was)\s+"
     r"(?:false|untrue|not\s+true|not\s+correct|incorrect)\b"
     # round 16: a flag's value ("It's false in the shipped config, so …"), not a verdict
     r"(?!\s+(?:by\s+default|(?:in|for|under)\s+(?:the\s+|our\s+)?(?:shipped|default|current|base|production)\s+(?:config|"
@@ -621,6 +625,9 @@ SENTENCE_DENIAL = re.compile(
     r"it(?:'s|\s+is|\s+was)\s+not\s+that\b(?!\s+[\w-]+\s*(?:[.,;:!?]|$))|it\s+(?:isn't|wasn't)\s+that\b(?!\s+[\w-]+\s*(?:[.,;:!?]|$))|"
     r"(?:not\s+(?:the\s+)?(?:cause|culprit|reason|bug|problem|issue|it)|ruled\s+out|rejected|excluded|eliminated|disproved|"
     r"disproven|dismissed)\s*:\s|"
+    # round 20: "Tested and discarded: the theory that X", "Dropped hypothesis: X"
+    r"(?:(?:tested|checked|tried|probed|measured)\s+and\s+)?(?:discarded|dropped|abandoned|refuted|killed|ruled\s+out|rejected|"
+    r"disproved|disproven|dismissed)(?:\s+(?:hypothesis|theory|idea|lead|candidate|suspect|explanation|guess))?\s*:\s|"
     # round 2: "There's no path where X", "I can rule out that X", "I found nothing to indicate that X", "It can't be
     # that X", "I don't think (that) X"
     r"there(?:'s|\s+is|\s+was)\s+no\s+(?:\w+\s+){0,2}?(?:way|path|mechanism|place|point|case|scenario|chance|route)\s*(?:where|"
@@ -870,7 +877,9 @@ THIRD_PARTY = re.compile(
     # state as the root cause that X", "The docstring I found on … implies that X", "A Stack Overflow answer on "…"
     # says that X"): theirs when the agent declines it
     r"|(?!(?:i|we|my|our|it|this|that|these|those|there|here|so|then|thus|hence|if|when|because|since)\b)"
-    r"(?:[\w#.'`()\x22\u201c\u201d/-]+\s+){1,10}?(?<!\bi\s)(?<!\bwe\s)"
+    r"(?:(?:[\w#.'`()\x22\u201c\u201d/-]+\s+){1,10}?"
+    # round 20: … with an appositive before its verb ("Ticket TRN-212, filed by the GPU team, states that X")
+    r"|(?:[\w#.'`()\x22\u201c\u201d/-]+\s+){0,9}?[\w#.'`()\x22\u201c\u201d/-]+,\s+[^,:;.!?\n]{1,60}?,\s+)(?<!\bi\s)(?<!\bwe\s)"
     rf"{_REPORT_ADVERB}(?:{_REPORT}|found|expected|expects)\b(?=\s+(?:as\s+the\s+(?:root\s+)?cause\s+)?(?:that\b|:)|\s*:))",
     re.IGNORECASE,
 )
@@ -914,7 +923,10 @@ DISTANCING = re.compile(
     r"|\b(?:haven't|have\s+not|hasn't|has\s+not)\s+(?:yet\s+)?(?:tied|connected|linked|mapped|related|matched)\s+(?:it|this|that|them)\s+to\b"
     r"|\bpush(?:ing)?\s+back\b|\b(?:i|we)(?:'d|\s+would)\s+rather\s+(?:reproduce|verify|check|confirm|test)\b"
     r"|\bleaving\s+(?:that|this|their|his|her)\s+[\w-]+\s+(?:open|unconfirmed|unverified|aside)\b"
-    r"|\b(?:i|we)\s+(?:don't|do\s+not)\s+think\s+(?:that|it|this|they|those|the\s+[\w-]+)\s+(?:transfers?|generali[sz]es?)\b",
+    r"|\b(?:i|we)\s+(?:don't|do\s+not)\s+think\s+(?:that|it|this|they|those|the\s+[\w-]+)\s+(?:transfers?|generali[sz]es?)\b"
+    # round 20: "My teammate's read, which I haven't endorsed: X", "Ticket T says X. No opinion from me yet"
+    r"|\b(?:i|we)\s+(?:haven't|have\s+not|didn't|did\s+not)\s+(?:yet\s+)?(?:endorsed|adopted|accepted|vetted|signed\s+off\s+on)\b"
+    r"|\bno\s+(?:view|opinion|position|stance|verdict)\s+(?:from\s+me|of\s+(?:my|our)\s+own)\b",
     re.IGNORECASE,
 )
 #: How many sentences after a third party's sentence the agent may decline it.
@@ -1169,6 +1181,8 @@ UNVERIFIED = re.compile(
     r"(?:\s+(?:on\s+my\s+(?:side|end)|by\s+me|myself|independently|locally))?"
     # round 19: "Tentative.", "(will check with a print)", "Putting that down as a hypothesis to check"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*tentative(?:ly)?\s*(?=[.!]|$)"
+    # round 20: "Tentative until I dump the masks."
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:tentative|provisional|unconfirmed|unverified)\s+until\s+[^.!?\n]{1,60}?(?=[.!]|$)"
     r"|(?<=\()\s*(?:will|to|going\s+to)\s+(?:check|confirm|verify|test)\b[^()\n]{0,60}(?=\))"
     r"|\b(?:putting|put|writing|noting|filing|logging)\s+(?:it|this|that)\s+down\s+as\s+(?:a|an|my)\s+(?:[\w-]+\s+)?(?:hypothesis|guess|"
     r"candidate|lead|theory|suspicion)\b(?:\s+to\s+(?:check|test|verify|confirm)\b[^.!?\n]{0,60})?"
@@ -1814,7 +1828,10 @@ def _elliptical_omission(text: str, at: int) -> bool:
 
 #: A negated causative inside a match ("A stale node copy … does not cause its ranks to load v1 while …").
 CAUSATION_DENIED = re.compile(
-    r"\b(?:does|do|did)\s*(?P<neg>not|n't)\s+(?:cause|lead\s+to|result\s+in|make|let|leave|force)\b", re.IGNORECASE
+    r"\b(?:does|do|did)\s*(?P<neg>not|n't)\s+(?:cause|lead\s+to|result\s+in|make|let|leave|force)\b"
+    # round 20: not a causative: "Ranks don't make the same number of calls" (a difference, asserted)
+    r"(?!\s+the\s+same\b)",
+    re.IGNORECASE,
 )
 
 
