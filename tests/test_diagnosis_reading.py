@@ -1224,3 +1224,24 @@ def test_round_nineteen_verdicts_retractions_and_quoted_code(statement: str, exp
 )  # fmt: skip
 def test_round_twenty_disclaimers_declines_labels_and_values(statement: str, expected: bool, hypothesis: bool) -> None:
     assert _credited(statement) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # a disclaimer before a bracket, and odds given as "3 to 1"
+        ("Likely, though not verified yet (I'd say 3 to 1): " + CLAIM + ".", False, True),
+        ("The meter was not verified (it is new): " + CORRECT, True, True),
+        # "I'd like to confirm it … before I change anything"
+        ("If " + CLAIM + ", the calls fail late. I'd like to confirm it with a meter run before I change anything.",
+         False, True),
+        (CORRECT + " I confirmed it with a meter run before I changed anything.", True, True),
+        # a noun restricted by a negated participle picks out which calls; it denies nothing
+        ("For any call not marked as small the planner misses the head: three buffers while the checkpoint inputs "
+         "stay live.", True, True),
+        ("For any call, the planner does not miss the head: three buffers while the checkpoint inputs stay live.",
+         False, False),
+    ],
+)  # fmt: skip
+def test_round_twenty_one_disclaimers(statement: str, expected: bool, hypothesis: bool) -> None:
+    assert _credited(statement) == (expected, hypothesis)

@@ -115,6 +115,31 @@ def test_a_denial_needs_a_negating_word() -> None:
     assert not _vetoable("attributed", "The resume skip counts optimizer steps.")
 
 
+RESUME_CANDIDATE = (
+    "Candidate: the resume skips steps_trained_in_current_epoch micro-batches where it should skip that times "
+    "gradient_accumulation_steps, so the resumed run repeats micro-batches it already used."
+)
+
+
+def test_a_hypothesis_the_model_reads_as_withdrawn_loses_its_hypothesis_credit() -> None:
+    """The rules read a candidate as put forward whatever follows it here; the model reads the null result and the
+    refutation after it as its withdrawal. A candidate followed by a plan to check keeps its credit."""
+    rubric = load_case(ENVS / "resume_skip_batches").rubric
+    assert rubric is not None
+    rules, judge = _judges()
+    withdrawn = (
+        RESUME_CANDIDATE + "\n\nChecked it: a straight run and a resumed one at GA=4 came out identical. So it isn't "
+        "the skip count; back to the optimizer reload."
+    )
+    alone = rules.judge(withdrawn, rubric)
+    assert (alone.correct, alone.hypothesis) == (False, True)
+    verdict = judge.judge(withdrawn, rubric)
+    assert (verdict.correct, verdict.hypothesis, verdict.stance) == (False, False, "withdrawn")
+    assert "stance model reads it as withdrawn" in verdict.note
+    planned = judge.judge(RESUME_CANDIDATE + " I'll log the sample indices to check.", rubric)
+    assert (planned.correct, planned.hypothesis) == (False, True)
+
+
 def test_training_is_deterministic_and_learns_the_stances(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(stance_model, "DIM", 1 << 10)
     texts = [f"the {w} is wrong" for w in ("scaler", "sampler", "planner")] + [

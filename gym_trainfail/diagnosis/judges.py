@@ -180,8 +180,11 @@ class RubricJudge:
         correct = stance == "asserted" and sound
         hypothesis = stance in ("asserted", "hypothesised") and sound
         vetoed = ""
-        veto = stance_model.load().veto(statement) if correct and self.vetoes else None
-        if veto is not None and _vetoable(veto[0], statement):
+        # … also a pre-run hypothesis the model reads as withdrawn ("Candidate: X. Checked it: identical. So it isn't
+        # the skip count"); one it reads as someone else's keeps the rules' credit (on blind sets that took more
+        # hypotheses than it caught reports)
+        veto = stance_model.load().veto(statement) if self.vetoes and (correct or hypothesis) else None
+        if veto is not None and (correct or veto[0] == "withdrawn") and _vetoable(veto[0], statement):
             stance = veto[0]
             correct, hypothesis = False, stance == "hypothesised"
             vetoed = f"stance model reads it as {stance} ({veto[1]:.2f})"

@@ -89,6 +89,9 @@ NOT_NEGATION = re.compile(
     r"|\b(?:not|never|isn't|aren't|wasn't|weren't|doesn't|don't|didn't)\s+(?:\w+\s+){0,2}?until\b|\bnor\s+that\b"
     # … and a question's "or not" before its closing quote or mark ('the "skip this step or not" decision')
     r"|\bor\s+not\b(?=\s*[\x22\u201d'?)\]])"
+    # round 21: a noun restricted by a negated participle ("for any weight not marked as split it only counts rank 0's
+    # copy"): the negation picks out which weights, it denies nothing the clause says
+    r"|\b(?:any|every|each|all|a|the)\s+[\w-]+\s+(?:that\s+(?:is|are|was|were)\s+|which\s+(?:is|are)\s+)?not\s+[a-z]+ed\b"
     # round 20: sameness denied asserts a difference ("Ranks don't make the same number of all-to-all calls: …")
     r"|\b(?:not|never|isn't|aren't|wasn't|weren't|doesn't|don't|didn't)\s+(?:\w+\s+){0,2}?the\s+same\b"
     # an imperative that warns against what the code does ("# Do NOT compute the aux term on unwrap(ddp)")
@@ -1148,6 +1151,8 @@ ODDS = re.compile(
     r"|~\s*(?:[1-7]\d|[1-9])\s*%\s+(?:on\s+(?:this|that|it)\b|that\b)"
     r"|\b(?:rough\s+|my\s+)?odds\b(?:\s+as\s+i\s+see\s+them)?\s*[:,]"
     r"|\b(?:maybe|say|perhaps)\s+~?(?:[1-7]\d|[1-9])\s*%"
+    # round 21: "(I'd say 3 to 1)", "odds of 2:1"
+    r"|\b(?:i'd\s+say|odds\s+(?:of\s+|are\s+)?|at\s+(?:about\s+)?)~?[1-9]\s*(?:to|:)\s*1\b"
     r"|\bP\s*\([^()\n]{1,60}\)\s*(?:~|\u2248|=|is)\s*0?\.[1-7]"
     r"|\b(?:the\s+)?(?:remaining|other|rest\s+of\s+my)\s+(?:~?(?:2[1-9]|[3-9]\d)\s*%|0?\.(?:2[1-9]|[3-9])|probability)",
     re.IGNORECASE,
@@ -1263,6 +1268,9 @@ UNVERIFIED = re.compile(
     # round 3: a terse note's promise to test what it just put forward ("Will confirm.", "To verify.", "Going to
     # verify.", "Testing next.") as a sentence of its own
     r"|\bto\s+find\s+out"
+    # round 21: "yet" with a bracket after it ("Likely, though not verified yet (I'd say 3 to 1): X"); "X is not checked
+    # (no call to the mirror)" describes code
+    r"|\bnot\s+(?:been\s+)?(?:verified|confirmed|tested|checked|proven|measured)\s+yet\s*\([^()\n]{0,60}\)"
     # round 14: the agent's own unchecked object ("I haven't checked the attributes yet"; "the layers haven't run their
     # backward yet" describes code)
     r"|\b(?:i|we)\s+(?:haven't|have\s+not|didn't|did\s+not)\s+(?:yet\s+)?(?:verified|confirmed|tested|checked|measured|probed|"
@@ -1274,7 +1282,9 @@ UNVERIFIED = re.compile(
     r"|\b(?:i'm|i\s+am|we're|we\s+are)\s+not\s+(?:yet\s+)?(?:drawing|making|reaching|calling)\s+(?:a|any|the)\s+(?:conclusion|"
     r"verdict)(?:\s+(?:from|on)\s+(?:it|this|that))?"
     r"|\b(?:i|we)(?:'d|\s+would)?\s+(?:want|need|like)\s+to\s+\w+[^.!?\n]{0,100}?\bbefore\s+(?:(?:i|we)\s+(?:say|claim|call|"
-    r"conclude|declare|assert|commit|blame)\b|saying|claiming|calling|concluding|declaring|asserting|committing|blaming)\b[^.!?\n]{0,40}"
+    r"conclude|declare|assert|commit|blame"
+    # round 21: "I'd like to confirm it with a two-rank run … before I change anything."
+    r"|change|touch|fix|edit|patch)\b|saying|claiming|calling|concluding|declaring|asserting|committing|blaming)\b[^.!?\n]{0,40}"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:will|going\s+to|to)\s+(?:confirm|verify|check|test)|testing\s+next|will\s+know\s+after)"
     r"(?:\s+[^.!?\n]{0,60})?)"
     # … with a few words of when ("This is a guess at this stage;", "Haven't run anything to check this yet.")
