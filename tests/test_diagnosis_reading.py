@@ -1245,3 +1245,24 @@ def test_round_twenty_disclaimers_declines_labels_and_values(statement: str, exp
 )  # fmt: skip
 def test_round_twenty_one_disclaimers(statement: str, expected: bool, hypothesis: bool) -> None:
     assert _credited(statement) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # "To be confirmed" promises a confirmation; it confirms nothing someone else said
+        ("Priya says " + CLAIM + ". To be confirmed.", False, False),
+        ("Priya says " + CLAIM + ". Confirmed with the meter.", True, True),
+        # the code's premise described ("…, on the theory that …") is no hedge of the agent's
+        (CORRECT.rstrip(".") + ", on the theory that the forward dominates.", True, True),
+        ("The theory that " + CLAIM + " is worth a meter run.", False, True),
+        # both outcomes named ("has or hasn't run") disclaim nothing
+        (CORRECT.rstrip(".") + ", whether or not the meter has or hasn't run.", True, True),
+        # "I first pinned this on X. Wrong, …" is an earlier belief
+        ("I first pinned this on a memory leak. Wrong, the allocator is clean. " + CORRECT, True, True),
+    ],
+)  # fmt: skip
+def test_round_twenty_two_confirmations_premises_and_earlier_beliefs(
+    statement: str, expected: bool, hypothesis: bool
+) -> None:
+    assert _credited(statement) == (expected, hypothesis)

@@ -109,10 +109,13 @@ def test_a_denial_the_rules_credit_but_the_model_reads_as_denied_is_not_credited
 def test_a_denial_needs_a_negating_word() -> None:
     """The model may only read a statement as denied where the statement negates something: it learned denial
     from negations, and a statement with none is left to the rules whatever the model says."""
-    assert _vetoable("denied", RESUME_DENIED)
-    assert not _vetoable("denied", "The resume skip counts optimizer steps; the loader yields micro-batches.")
-    assert _vetoable("attributed", "Priya says the resume skip counts optimizer steps.")
-    assert not _vetoable("attributed", "The resume skip counts optimizer steps.")
+    rubric = load_case(ENVS / "resume_skip_batches").rubric
+    assert rubric is not None
+    assert _vetoable("denied", 0.9, RESUME_DENIED, rubric)
+    plain = "The resume skip counts optimizer steps; the loader yields micro-batches."
+    assert not _vetoable("denied", 0.9, plain, rubric)
+    assert _vetoable("attributed", 0.8, "Priya says the resume skip counts optimizer steps.", rubric)
+    assert not _vetoable("attributed", 0.8, "The resume skip counts optimizer steps.", rubric)
 
 
 RESUME_CANDIDATE = (
@@ -138,6 +141,32 @@ def test_a_hypothesis_the_model_reads_as_withdrawn_loses_its_hypothesis_credit()
     assert "stance model reads it as withdrawn" in verdict.note
     planned = judge.judge(RESUME_CANDIDATE + " I'll log the sample indices to check.", rubric)
     assert (planned.correct, planned.hypothesis) == (False, True)
+
+
+TOKEN_TAKEN_BACK = (
+    "Conclusion: compute_loss normalises each micro-batch by its own response-token count, so accumulation and DDP "
+    "average per-micro-batch means and micro-batches with few response tokens weigh too much.\n\nPS: the packer "
+    "equalises response tokens per micro-batch. Taking the conclusion above back for now."
+)
+
+
+def test_a_statement_without_a_cue_loses_its_credit_only_where_the_model_is_surer_and_knows_the_case() -> None:
+    """No cue the rules know ("Taking the conclusion above back for now"): the model may veto it from
+    VETO_UNCUED_FROM, on a case whose words it learned (its rubric's statements); on the echo test case, which it never
+    saw, a plain statement it reads as a report keeps the rules' credit (test below)."""
+    rubric = load_case(ENVS / "ddp_token_average").rubric
+    assert rubric is not None and stance_model.knows(rubric)
+    rules, judge = _judges()
+    assert not cued(TOKEN_TAKEN_BACK) and rules.judge(TOKEN_TAKEN_BACK, rubric).correct is True
+    veto = stance_model.load().veto(TOKEN_TAKEN_BACK)
+    assert veto is not None and veto[0] == "withdrawn" and veto[1] >= stance_model.VETO_UNCUED_FROM
+    verdict = judge.judge(TOKEN_TAKEN_BACK, rubric)
+    assert (verdict.correct, verdict.stance) == (False, "withdrawn")
+    # below that, a statement without a cue is left to the rules
+    assert not _vetoable("withdrawn", stance_model.VETO_UNCUED_FROM - 0.01, TOKEN_TAKEN_BACK, rubric)
+    echo = load_case(Path(__file__).parent / "fixtures" / "cases" / "echo_case").rubric
+    assert echo is not None and not stance_model.knows(echo)
+    assert not _vetoable("withdrawn", 0.99, TOKEN_TAKEN_BACK, echo)
 
 
 def test_training_is_deterministic_and_learns_the_stances(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -184,7 +184,7 @@ class RubricJudge:
         # the skip count"); one it reads as someone else's keeps the rules' credit (on blind sets that took more
         # hypotheses than it caught reports)
         veto = stance_model.load().veto(statement) if self.vetoes and (correct or hypothesis) else None
-        if veto is not None and (correct or veto[0] == "withdrawn") and _vetoable(veto[0], statement):
+        if veto is not None and (correct or veto[0] == "withdrawn") and _vetoable(*veto, statement, rubric):
             stance = veto[0]
             correct, hypothesis = False, stance == "hypothesised"
             vetoed = f"stance model reads it as {stance} ({veto[1]:.2f})"
@@ -197,16 +197,19 @@ class RubricJudge:
                        withdrawn=stance == "withdrawn", stance=stance, hypothesis=hypothesis)  # fmt: skip
 
 
-def _vetoable(stance: str, statement: str) -> bool:
+def _vetoable(stance: str, p: float, statement: str, rubric: Rubric) -> bool:
     """Whether the learned stance model (:mod:`.stance_model`) may take a credited statement's credit away in
-    ``stance``: only where the statement shows a sign of it the rules know. Put forward, withdrawn or someone
-    else's: a report, a hedge, a retraction, a quotation, a "?" (:func:`.reading.cued`), and no endorsement or
-    confirmation of what it reported or put forward, which the rules read ('Priya says: "X" I agree.', "Hypothesis:
-    X. The probe confirms it.") and word counts do not. Denied: a negating word. A plain statement is left to the
-    rules, as are the words of a case the model never saw."""
+    ``stance``, which it gives probability ``p``. Put forward, withdrawn or someone else's: where the statement shows a
+    sign of it the rules know (a report, a hedge, a retraction, a quotation, a "?": :func:`.reading.cued`), or the
+    model is surer (:data:`.stance_model.VETO_UNCUED_FROM`) and learned the case's words; and not where it endorses
+    or confirms what it reported or put forward, which the rules read ('Priya says: "X" I agree.', "Hypothesis: X.
+    The probe confirms it.") and word counts do not. Denied: where it has a negating word. A plain statement of a case
+    the model never learned is left to the rules ("the README documents 42" reads like a report)."""
     if stance == "denied":
         return any(negations(statement))
-    return cued(statement) and not (stance in ("attributed", "hypothesised") and endorses(statement))
+    if stance in ("attributed", "hypothesised") and endorses(statement):
+        return False
+    return cued(statement) or (p >= stance_model.VETO_UNCUED_FROM and stance_model.knows(rubric))
 
 
 def _stances(concept: Concept, read: Sequence[Any], taken_back: Sequence[Any], *, wrong: bool) -> dict[str, Assertion]:

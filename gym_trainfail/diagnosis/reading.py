@@ -241,6 +241,8 @@ RETRACTION = re.compile(
 PAST_BELIEF = re.compile(
     r"\b(?:earlier|previously|before|initially|at\s+first|first|originally)\s*,?\s+i\s+(?:said|claimed|thought|wrote|"
     r"assumed|suggested|believed|suspected|guessed|blamed)\b"
+    # round 22: "I first pinned this on X. Wrong, …"
+    r"|\b(?:i|we)\s+(?:first|initially|originally)\s+(?:pinned|blamed|suspected|thought|assumed|guessed|chalked|put)\b"
     r"|\bi\s+(?:briefly|once|for\s+a\s+while|at\s+one\s+point|wrongly|mistakenly)\s+(?:believed|thought|assumed|suspected|"
     r"guessed|blamed|was\s+(?:sure|convinced|certain))\b"
     r"|\bi\s+(?:had\s+)?(?:earlier|previously|initially|first|originally)\s+(?:said|claimed|thought|wrote|assumed|suggested|"
@@ -1048,7 +1050,8 @@ ENDORSEMENT = re.compile(
     r"happens|what's\s+happening))\b"
     r"|\b(?:i|we)\s+(?:\w+\s+)?(?:confirmed|verified|reproduced|can\s+confirm)\s+(?:it|this|that|the\s+\w+)\b"
     r"|\bwhich\s+(?:checks\s+out|i\s+(?:confirmed|verified|reproduced)|holds\s+(?:up|true)|matches\s+what)\b"
-    r"|\b(?:checks|checked)\s+out\b|\bconfirmed\b|\bbears?\s+(?:it|this|that)\s+out\b|\bbore\s+(?:it|this|that)\s+out\b"
+    # round 22: not a confirmation promised ("To be confirmed with a 2-process run: I believe X")
+    r"|\b(?:checks|checked)\s+out\b|(?<!\bbe\s)(?<!\bbeen\s)(?<!\bnot\s)(?<!\byet\s)\bconfirmed\b|\bbears?\s+(?:it|this|that)\s+out\b|\bbore\s+(?:it|this|that)\s+out\b"
     r"|\b(?:probe|run|trace|numbers|counts|logs?|checkpoints?|masks|test|experiment|measurement|output|data|digests?)\s+"
     r"(?:\w+\s+){0,2}?(?:confirms?|bears?\s+(?:it|this|that)\s+out|shows?\s+exactly\s+(?:that|this))\b",
     re.IGNORECASE,
@@ -1117,8 +1120,9 @@ TENTATIVE = re.compile(
     r"understood)\s+(?:it|this|that|the\s+\w+)\s+(?:right|correctly)\b|\bassuming\s+(?:i|we)\s+(?:read|understand|understood)\b"
     # … but not the code's or a library's premise described ("Accelerate steps it P times, on the assumption that the
     # schedule counts batches": that is how the code reasons, not the agent hedging)
-    r"|\bthe\s+(?:idea|theory|hypothesis|notion|possibility|suspicion|suggestion|guess|hunch|conjecture|claim)\s+that\b"
-    r"|(?<!\bon\s)(?<!\bupon\s)\bthe\s+(?:assumption|premise)\s+that\b",
+    r"|\bthe\s+(?:hypothesis|possibility|suspicion|suggestion|guess|hunch|conjecture|claim)\s+that\b"
+    # round 22: … nor its theory ("runs step() P times per call, on the theory that the schedule counts every batch")
+    r"|(?<!\bon\s)(?<!\bupon\s)\bthe\s+(?:assumption|premise|theory|idea|notion)\s+that\b",
     re.IGNORECASE,
 )
 #: A paragraph that opens by putting its claim forward ("Possibly (needs a check): X", "Could the ranks be disagreeing
@@ -1207,7 +1211,8 @@ UNVERIFIED = re.compile(
     r"|(?:^|(?<=[(\[,;:.!?\u2014\u2013\n])|(?<=\bbut\s)|(?<=\bstill\s)|(?<=\byet\s))\s*un(?:verified|confirmed|tested|proven)"
     r"|\b(?:this|that|it|the\s+(?:hypothesis|theory|idea|claim|diagnosis|explanation|guess))\s+(?:is|remains)\s+"
     r"(?:still\s+|as\s+yet\s+)?un(?:verified|confirmed|tested|proven)"
-    r"|\b(?:haven't|have\s+not|hasn't|has\s+not|didn't|did\s+not)\s+(?:yet\s+)?(?:verified|confirmed|tested|checked|"
+    # … not both outcomes named ("after the optimizer has or hasn't run")
+    r"|(?<!\bor\s)\b(?:haven't|have\s+not|hasn't|has\s+not|didn't|did\s+not)\s+(?:yet\s+)?(?:verified|confirmed|tested|checked|"
     r"run|measured|proven|probed|instrumented|traced|profiled|reproduced|logged|established|shown|demonstrated)"
     r"(?:\s+(?:this|that|it|anything|any\s+of\s+(?:this|it)|\(?\d{1,2}\)|step\s+\d{1,2}))?(?:\s+yet)?"
     # round 14: "… whether that applies to the version we run", "I haven't established that it applies here"
