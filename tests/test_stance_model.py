@@ -12,9 +12,18 @@ from gym_trainfail.cases import load_case
 from gym_trainfail.diagnosis import stance_model
 from gym_trainfail.diagnosis.judges import RubricJudge, _vetoable
 from gym_trainfail.diagnosis.reading import cued
+from gym_trainfail.diagnosis.rubric import Rubric
+
+from .conftest import ECHO_CASE
 
 ENVS = Path(__file__).resolve().parents[1] / "envs"
 CLAIM = "the planner misses the head: three buffers while the checkpoint inputs stay live"
+
+
+def _rubric(folder: Path) -> Rubric:
+    rubric = load_case(folder).rubric
+    assert rubric is not None
+    return rubric
 
 
 def _judges() -> tuple[RubricJudge, RubricJudge]:
@@ -44,8 +53,7 @@ MECHANISM = (
 
 
 def test_a_claim_the_rules_credit_but_the_model_reads_as_someone_elses_is_not_credited() -> None:
-    rubric = load_case(ENVS / "admission_backward_oom").rubric
-    assert rubric is not None
+    rubric = _rubric(ENVS / "admission_backward_oom")
     rules, judge = _judges()
     statement = "Our old design doc argued that " + MECHANISM + ". I haven't verified that myself."
     assert rules.judge(statement, rubric).correct is True
@@ -57,8 +65,7 @@ def test_a_claim_the_rules_credit_but_the_model_reads_as_someone_elses_is_not_cr
 
 
 def test_an_endorsed_report_keeps_its_credit() -> None:
-    rubric = load_case(ENVS / "admission_backward_oom").rubric
-    assert rubric is not None
+    rubric = _rubric(ENVS / "admission_backward_oom")
     rules, judge = _judges()
     statement = "Our old design doc argued that " + MECHANISM + ". I confirmed it with the meter, and I agree."
     assert rules.judge(statement, rubric).correct is judge.judge(statement, rubric).correct is True
@@ -67,8 +74,7 @@ def test_an_endorsed_report_keeps_its_credit() -> None:
 def test_the_model_only_takes_credit_away() -> None:
     """Over a rubric's statements, the judge with the model never credits what the rules alone do not, as a
     diagnosis or as a hypothesis; and the asserted statements the rules credit keep their credit."""
-    rubric = load_case(ENVS / "shard_local_clip_norm").rubric
-    assert rubric is not None
+    rubric = _rubric(ENVS / "shard_local_clip_norm")
     rules, judge = _judges()
     for fixture in rubric.fixtures[:400]:
         alone, both = rules.judge(fixture.text, rubric), judge.judge(fixture.text, rubric)
@@ -97,8 +103,7 @@ RESUME_DENIED = (
 def test_a_denial_the_rules_credit_but_the_model_reads_as_denied_is_not_credited() -> None:
     """The rules read the second sentence's cause ("because skip_first_batches is missing …") as asserted; the
     model reads the whole statement as the denial it is."""
-    rubric = load_case(ENVS / "resume_skip_batches").rubric
-    assert rubric is not None
+    rubric = _rubric(ENVS / "resume_skip_batches")
     rules, judge = _judges()
     assert rules.judge(RESUME_DENIED, rubric).correct is True
     verdict = judge.judge(RESUME_DENIED, rubric)
@@ -109,8 +114,7 @@ def test_a_denial_the_rules_credit_but_the_model_reads_as_denied_is_not_credited
 def test_a_denial_needs_a_negating_word() -> None:
     """The model may only read a statement as denied where the statement negates something: it learned denial
     from negations, and a statement with none is left to the rules whatever the model says."""
-    rubric = load_case(ENVS / "resume_skip_batches").rubric
-    assert rubric is not None
+    rubric = _rubric(ENVS / "resume_skip_batches")
     assert _vetoable("denied", 0.9, RESUME_DENIED, rubric)
     plain = "The resume skip counts optimizer steps; the loader yields micro-batches."
     assert not _vetoable("denied", 0.9, plain, rubric)
@@ -127,8 +131,7 @@ RESUME_CANDIDATE = (
 def test_a_hypothesis_the_model_reads_as_withdrawn_loses_its_hypothesis_credit() -> None:
     """The rules read a candidate as put forward whatever follows it here; the model reads the null result and the
     refutation after it as its withdrawal. A candidate followed by a plan to check keeps its credit."""
-    rubric = load_case(ENVS / "resume_skip_batches").rubric
-    assert rubric is not None
+    rubric = _rubric(ENVS / "resume_skip_batches")
     rules, judge = _judges()
     withdrawn = (
         RESUME_CANDIDATE + "\n\nChecked it: a straight run and a resumed one at GA=4 came out identical. So it isn't "
@@ -154,8 +157,8 @@ def test_a_statement_without_a_cue_loses_its_credit_only_where_the_model_is_sure
     """No cue the rules know ("Taking the conclusion above back for now"): the model may veto it from
     VETO_UNCUED_FROM, on a case whose words it learned (its rubric's statements); on the echo test case, which it never
     saw, a plain statement it reads as a report keeps the rules' credit (test below)."""
-    rubric = load_case(ENVS / "ddp_token_average").rubric
-    assert rubric is not None and stance_model.knows(rubric)
+    rubric = _rubric(ENVS / "ddp_token_average")
+    assert stance_model.knows(rubric)
     rules, judge = _judges()
     assert not cued(TOKEN_TAKEN_BACK) and rules.judge(TOKEN_TAKEN_BACK, rubric).correct is True
     veto = stance_model.load().veto(TOKEN_TAKEN_BACK)
@@ -164,8 +167,8 @@ def test_a_statement_without_a_cue_loses_its_credit_only_where_the_model_is_sure
     assert (verdict.correct, verdict.stance) == (False, "withdrawn")
     # below that, a statement without a cue is left to the rules
     assert not _vetoable("withdrawn", stance_model.VETO_UNCUED_FROM - 0.01, TOKEN_TAKEN_BACK, rubric)
-    echo = load_case(Path(__file__).parent / "fixtures" / "cases" / "echo_case").rubric
-    assert echo is not None and not stance_model.knows(echo)
+    echo = _rubric(ECHO_CASE)
+    assert not stance_model.knows(echo)
     assert not _vetoable("withdrawn", 0.99, TOKEN_TAKEN_BACK, echo)
 
 
@@ -200,8 +203,7 @@ def test_a_saved_model_loads_as_it_was(tmp_path: Path) -> None:
 def test_a_plain_statement_of_a_case_the_model_never_saw_is_left_to_the_rules() -> None:
     """The model reads "the README documents 42" as a report (its words for someone else's claim); a statement with
     no sign of one that the rules know (reading.CUES) keeps the rules' verdict."""
-    rubric = load_case(Path(__file__).parent / "fixtures" / "cases" / "echo_case").rubric
-    assert rubric is not None
+    rubric = _rubric(ECHO_CASE)
     statement = "ANSWER = 41 in report.py; the README documents 42."
     assert stance_model.load().veto(statement) is not None and not cued(statement)
     assert RubricJudge().judge(statement, rubric).correct is True

@@ -1190,8 +1190,8 @@ UNVERIFIED = re.compile(
     r"(?:\s+(?:on\s+my\s+(?:side|end)|by\s+me|myself|independently|locally))?"
     # round 19: "Tentative.", "(will check with a print)", "Putting that down as a hypothesis to check"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*tentative(?:ly)?\s*(?=[.!]|$)"
-    # round 20: "Tentative until I dump the masks."
-    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:tentative|provisional|unconfirmed|unverified)\s+until\s+[^.!?\n]{1,60}?(?=[.!]|$)"
+    # round 20: "Tentative until I dump the masks." ("Unconfirmed until …": below)
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:tentative|provisional)\s+until\s+[^.!?\n]{1,60}?(?=[.!]|$)"
     r"|(?<=\()\s*(?:will|to|going\s+to)\s+(?:check|confirm|verify|test)\b[^()\n]{0,60}(?=\))"
     r"|\b(?:putting|put|writing|noting|filing|logging)\s+(?:it|this|that)\s+down\s+as\s+(?:a|an|my)\s+(?:[\w-]+\s+)?(?:hypothesis|guess|"
     r"candidate|lead|theory|suspicion)\b(?:\s+to\s+(?:check|test|verify|confirm)\b[^.!?\n]{0,60})?"
