@@ -1266,3 +1266,50 @@ def test_round_twenty_two_confirmations_premises_and_earlier_beliefs(
     statement: str, expected: bool, hypothesis: bool
 ) -> None:
     assert _credited(statement) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # a label that rejects a list's items after checking them ("Checked and eliminated: A, and the theory that X")
+        ("Checked and eliminated: the meter, the allocator, and the theory that " + CLAIM + ". None of these is the "
+         "cause.", False, False),
+        ("Checked and confirmed: " + CORRECT, True, True),
+        # code quoted after an opener and a short place ("Someone left a TODO in a branch: `# TODO: …; …`")
+        ("Someone left a TODO in a branch: `# TODO: check the head; the planner misses the head, three buffers, while "
+         "the checkpoint inputs stay live`. I don't consider this established.", False, False),
+        # a hedged concession of someone else's claim ("Maybe that was true for their setup") endorses nothing
+        ("Someone on a forum said " + CLAIM + ". Maybe that was true for their setup; I'm skeptical it applies here.",
+         False, False),
+        ("Someone on a forum said " + CLAIM + ". That is true here as well: I measured it.", True, True),
+        # odds below certainty ("I'd give it 65%") put the claim forward; a percentage of memory does not
+        (CORRECT + " I'd give it 65%; the rest is split between the meter and rounding.", False, True),
+        (CORRECT + " Giving it 50% more memory does not help.", True, True),
+        # a quotation in brackets after the agent's own clause is theirs; the clause is the agent's
+        ('The planner misses the head; it holds three buffers and the checkpoint inputs stay live, the same symptom '
+         'as issue #5618 ("the planner never prices the head backward").', True, True),
+        ('Issue #5618 says the planner misses the head ("three buffers, and the checkpoint inputs stay live there"). '
+         "I don't buy it.", False, False),
+        # a colon after a negated causative opens the agent's own account
+        ("The meter doesn't make the calls fail: the planner misses the head, three buffers while the checkpoint "
+         "inputs stay live.", True, True),
+        ("The meter doesn't make the planner miss the head, three buffers while the checkpoint inputs stay live.",
+         False, False),
+        # what a run cannot show is no disclaimer of the agent's
+        (CORRECT.rstrip(".") + "; a single meter run can't show it.", True, True),
+        (CORRECT.rstrip(".") + ", though I can't prove it yet.", False, True),
+        # a label that chases a lead ("Lead to chase: X")
+        ("Lead to chase: " + CORRECT, False, True),
+        # "I started out thinking X" is an earlier belief, not a claim
+        ("I started out thinking it was a memory leak, since the meter climbs. " + CORRECT, True, True),
+        # a reason given for a negated verb is asserted; a negated reason is denied
+        (CORRECT + " The meter never flags it because of a memory leak.", False, False),
+        (CORRECT + " The meter flags it, but not because of a memory leak.", True, True),
+        (CORRECT + " The meter doesn't see the head, so the allocator has a memory leak.", False, False),
+        (CORRECT + " The meter doesn't see a memory leak, so the allocator is clean.", True, True),
+    ],
+)  # fmt: skip
+def test_round_twenty_three_rejecting_labels_concessions_odds_and_earlier_beliefs(
+    statement: str, expected: bool, hypothesis: bool
+) -> None:
+    assert _credited(statement) == (expected, hypothesis)

@@ -118,6 +118,15 @@ CLAUSE_BREAK = re.compile(
 )
 #: Where a clause ends for a known wrong explanation (commas do not end it).
 STRONG_BREAK = re.compile(r"[;!?\n]|" + _ABBR + r"[.:](?=\s|$)|\b(?:but|however|although|whereas)\b", re.IGNORECASE)
+#: Where a negation's reach ends before a known wrong explanation: a clause break, or (round 23) a reason given for a
+#: negated verb ("tensors that nothing uses because X" blames X; "not because X" denies it) or a consequence drawn from
+#: it ("The planner doesn't price the head, so it splits calls into too many pieces" blames the splitting). An earlier
+#: belief reaches past both ("My earlier claim that X, so Y, was wrong").
+WRONG_BREAK = re.compile(
+    STRONG_BREAK.pattern + r"|(?<!\bnot\s)(?<!n't\s)(?<!\bnever\s)\bbecause\b"
+    r"|,\s*(?:and\s+)?so\s+(?=(?:it|they|the|this|that|these|those|each|every|we|its|their)\b)",
+    re.IGNORECASE,
+)
 #: Matches of one phrasing read per view, and the sentence length read each side of a match:
 #: bounded work on long or adversarial statements.
 MAX_MATCHES = 64
@@ -243,6 +252,8 @@ PAST_BELIEF = re.compile(
     r"assumed|suggested|believed|suspected|guessed|blamed)\b"
     # round 22: "I first pinned this on X. Wrong, …"
     r"|\b(?:i|we)\s+(?:first|initially|originally)\s+(?:pinned|blamed|suspected|thought|assumed|guessed|chalked|put)\b"
+    # round 23: "I started out thinking X", "We began by assuming X"
+    r"|\b(?:i|we)\s+(?:started(?:\s+out)?|began)\s+(?:by\s+)?(?:thinking|assuming|believing|suspecting|blaming|guessing)\b"
     r"|\bi\s+(?:briefly|once|for\s+a\s+while|at\s+one\s+point|wrongly|mistakenly)\s+(?:believed|thought|assumed|suspected|"
     r"guessed|blamed|was\s+(?:sure|convinced|certain))\b"
     r"|\bi\s+(?:had\s+)?(?:earlier|previously|initially|first|originally)\s+(?:said|claimed|thought|wrote|assumed|suggested|"
@@ -631,8 +642,9 @@ SENTENCE_DENIAL = re.compile(
     r"(?:not\s+(?:the\s+)?(?:cause|culprit|reason|bug|problem|issue|it)|ruled\s+out|rejected|excluded|eliminated|disproved|"
     r"disproven|dismissed)\s*:\s|"
     # round 20: "Tested and discarded: the theory that X", "Dropped hypothesis: X"
-    r"(?:(?:tested|checked|tried|probed|measured)\s+and\s+)?(?:discarded|dropped|abandoned|refuted|killed|ruled\s+out|rejected|"
-    r"disproved|disproven|dismissed)(?:\s+(?:hypothesis|theory|idea|lead|candidate|suspect|explanation|guess))?\s*:\s|"
+    # round 23: "Checked and eliminated: A, B, and the theory that X. None of these is the cause."
+    r"(?:(?:tested|checked|tried|probed|measured|investigated|examined)\s+and\s+)?(?:discarded|dropped|abandoned|refuted|killed|"
+    r"ruled\s+out|rejected|excluded|eliminated|disproved|disproven|dismissed)(?:\s+(?:hypothesis|theory|idea|lead|candidate|suspect|explanation|guess))?\s*:\s|"
     # round 2: "There's no path where X", "I can rule out that X", "I found nothing to indicate that X", "It can't be
     # that X", "I don't think (that) X"
     r"there(?:'s|\s+is|\s+was)\s+no\s+(?:\w+\s+){0,2}?(?:way|path|mechanism|place|point|case|scenario|chance|route)\s*(?:where|"
@@ -1067,7 +1079,8 @@ HYPOTHESIS_LABEL = re.compile(
     r"possible\s+(?:cause|explanation|mechanism)|idea|lead|bet|wager|speculation|instinct|intuition|"
     r"(?:tentative|provisional|preliminary|unconfirmed|unverified|untested|unproven|pending|speculative|working)\s+"
     r"[\w-]+(?:\s+[\w-]+){0,2}|money\s+is\s+on\s+(?:this|that|it))\b(?:\s*#?(?:\d+|(?-i:[A-Z]))\b)?(?:\s*\([^)\n]{0,100}\)|\s*,[^:\n.!?]{0,120}?|"
-    r"\s+(?:for|about|on|re)\s+[^:\n.!?,]{0,40}?|\s+(?:to\s+(?:test|check|verify|confirm|probe|rule\s+out)(?:\s+(?:with|by|using|via|on)\s+[^:\n.!?]{1,60}?)?|worth\s+(?:testing|"
+    r"\s+(?:for|about|on|re)\s+[^:\n.!?,]{0,40}?|\s+(?:to\s+(?:test|check|verify|confirm|probe|rule\s+out|chase|pursue|follow(?:\s+up)?|"
+    r"investigate|look\s+into|run\s+down)(?:\s+(?:with|by|using|via|on)\s+[^:\n.!?]{1,60}?)?|worth\s+(?:testing|"
     r"checking)|under\s+test|for\s+now|so\s+far|before\s+(?:running|testing|touching|changing)\s+anything|before\s+any\s+(?:runs?|tests?|experiments?)|before\s+(?:i|we)\s+"
     r"(?:run|test|touch|change|try)\s+anything))?"
     r"(?:\s+(?:was|is|were))?(?:\s*:|\s+[\u2014\u2013]\s|\s+--?\s)",
@@ -1152,6 +1165,9 @@ ODDS = re.compile(
     # round 18: "Likely (~75%) explanation:"
     r"|\b(?:likely|probable|plausible|possible|possibly|probably)\s*\(\s*~?\s*(?:[1-7]\d|[1-9])\s*%\s*\)"
     r"|\b(?:put|give|bet|place)\s+(?:it\s+)?(?:at\s+)?(?:~|about\s+|around\s+|roughly\s+|maybe\s+)?(?:[1-7]\d|[1-9])\s*%\s+on\b"
+    # round 23: "I'd give it 65%; the rest is split between …" (not "give it 50% more memory")
+    r"|\b(?:put|give|giving|bet|place)\s+(?:it|this|that)\s+(?:at\s+)?(?:~|about\s+|around\s+|roughly\s+|maybe\s+)?(?:[1-7]\d|[1-9])\s*%"
+    r"(?!\s*(?:of|more|less|faster|slower|extra|too|off|higher|lower|larger|smaller|headroom|memory)\b)"
     r"|~\s*(?:[1-7]\d|[1-9])\s*%\s+(?:on\s+(?:this|that|it)\b|that\b)"
     r"|\b(?:rough\s+|my\s+)?odds\b(?:\s+as\s+i\s+see\s+them)?\s*[:,]"
     r"|\b(?:maybe|say|perhaps)\s+~?(?:[1-7]\d|[1-9])\s*%"
@@ -1188,6 +1204,8 @@ UNVERIFIED = re.compile(
     r"(?:\bnot\s+(?:yet\s+)?(?:been\s+)?(?:verified|confirmed|tested|checked|proven|run|tried|measured)(?:\s+yet)?"
     # round 18: "Not verified on my side."
     r"(?:\s+(?:on\s+my\s+(?:side|end)|by\s+me|myself|independently|locally))?"
+    # round 23: a label that disclaims what follows ("Odds-on favourite, though untested: X")
+    r"|\b(?:though|although|but|still|as\s+yet|yet)\s+(?:untested|unverified|unconfirmed|unchecked|unproven)\s*(?=:)"
     # round 19: "Tentative.", "(will check with a print)", "Putting that down as a hypothesis to check"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*tentative(?:ly)?\s*(?=[.!]|$)"
     # round 20: "Tentative until I dump the masks." ("Unconfirmed until …": below)
@@ -1239,7 +1257,9 @@ UNVERIFIED = re.compile(
     r"candidate|possibility)\b[^.!?\n]{0,60}"
     # round 2: "though I can't prove it yet", "I still need to run it", "pending a probe", "nothing run", "Just a
     # reading of engine.py so far", "From reading only"
-    r"|\b(?:can't|cannot|can\s+not|couldn't)\s+(?:yet\s+)?(?:prove|confirm|verify|show)\s+(?:it|this|that)(?:\s+yet)?"
+    # (round 23: the agent can't, not a run or a setting: "P=1 can't show it" says what a run cannot reveal)
+    r"|(?:(?:^|(?<=[.!?;,:(]\s)|(?<=[(\n]))|\b(?:i|we|though|although|but|yet|still|just|and|so)\s+)"
+    r"(?:can't|cannot|can\s+not|couldn't)\s+(?:yet\s+)?(?:prove|confirm|verify|show)\s+(?:it|this|that)(?:\s+yet)?"
     r"|\bstill\s+(?:need|have)\s+to\s+(?:run|check|verify|test|confirm|measure|probe)(?:\s+(?:it|this|that))?"
     # round 15: "Still need to run it to see if that's real.", "I'd want a dump to confirm", "Haven't confirmed by
     # checking `id()`s yet."
@@ -1459,7 +1479,10 @@ def scopes(text: str) -> Scopes:
         # endorsed in its label ("The reviewer's summary is right and I'll adopt it: "…"") or after the quote
         endorsed = _endorsed(text, label.start(), label.end(), reach=0) or _endorsed(text, end, end)
         if len(text[label.end() : end].split()) >= MIN_QUOTED_WORDS and not endorsed:
-            attributed.append((label.start(), end))
+            # round 23: a quotation in brackets after a clause ("X come out ep times larger, the same symptom as
+            # #5618 ("4 times bigger …")") is theirs; the clause before the bracket is the agent's own
+            bracketed = label.group(0).rstrip().endswith("(")
+            attributed.append((label.end() if bracketed else label.start(), end))
     for n, opener in enumerate(FACTIVE_ATTRIBUTION.finditer(text)):
         if n >= MAX_SCOPES:
             break
@@ -1563,11 +1586,16 @@ PARTICIPLE_AFTER = re.compile(
 )
 
 
+#: What may come between a claim's opener and the claim: a colon, after a short place (round 23: "Someone left a TODO
+#: in a branch: `# TODO: …`").
+CLAIM_LEAD = re.compile(r"[ \t]*(?:(?:in|on|at|inside|under|above)\s+[^:`\n\x22.;!?]{1,40}?(?=:))?:?[ \t]*")
+
+
 def _claim_end(text: str, at: int) -> tuple[int, bool]:
     """Where someone else's claim that starts at ``at`` ends, and whether it was quoted: at its closing
     quote when it opens with one, at the end of its block when the opener ends its line (a list or a
     blockquote follows), else at the end of its sentence or at a contrast ("…, but I …", ";")."""
-    lead = re.compile(r"[ \t]*:?[ \t]*").match(text, at)
+    lead = CLAIM_LEAD.match(text, at)
     start = lead.end() if lead else at
     opening = text[start : start + 1]
     if opening in QUOTES:
@@ -1596,7 +1624,9 @@ def _claim_end(text: str, at: int) -> tuple[int, bool]:
 UNENDORSED = re.compile(
     r"\b(?:not|never|no|nobody|no\s+one|none|neither)\b(?:\s+\w+){0,3}\s*$|n't(?:\s+\w+){0,3}\s*$"
     # an embedded question ("check whether he's right") endorses nothing
-    r"|\b(?:whether|if)(?:\s+[\w'-]+){0,4}\s*$",
+    r"|\b(?:whether|if)(?:\s+[\w'-]+){0,4}\s*$"
+    # round 23: a hedged concession ("Maybe that was true for their setup; I'm skeptical it applies here")
+    r"|\b(?:maybe|perhaps|possibly|granted)[\s,]*$",
     re.IGNORECASE,
 )
 
@@ -1786,7 +1816,7 @@ def _negated_before(text: str, match: re.Match[str], *, wrong: bool) -> bool:
     # the breaks are found with the match's first words in view: "… not averaged and each rank …" breaks
     # before "each" even when the match starts at "each" (the break's lookahead needs that word)
     window = before + text[match.start() : match.start() + BREAK_LOOKAHEAD]
-    breaks = [b for b in (STRONG_BREAK if wrong else CLAUSE_BREAK).finditer(window) if b.end() <= len(before)]
+    breaks = [b for b in (WRONG_BREAK if wrong else CLAUSE_BREAK).finditer(window) if b.end() <= len(before)]
     clause = before[breaks[-1].end() :] if breaks else before
     start = match.start() - len(clause)
     # the negations are read with the words before the clause in view ("when batches are not split …" is a condition
@@ -1905,6 +1935,11 @@ def _in_denied_causation(text: str, at: int, end: int) -> bool:
     for predicate in CAUSATION_DENIED.finditer(text, begin, stop):
         if CONTRAST.search(text, predicate.end(), stop) or not re.search(r"\w", text[begin : predicate.start()]):
             continue
+        # round 23: a colon after the predicate opens the agent's own account ("The scaler doesn't make every rank skip
+        # together: X only starts the all-reduce …")
+        colon = text.find(": ", predicate.end(), stop)
+        if colon != -1 and at > colon:
+            continue
         if end <= predicate.start() or at >= predicate.end():
             return True
     return False
@@ -1915,7 +1950,7 @@ def _broken_inside(match: re.Match[str], *, wrong: bool) -> bool:
     then reaches only its first clause."""
     text = match.group(0)
     first = re.match(r"\W*\w+", text)
-    return (STRONG_BREAK if wrong else CLAUSE_BREAK).search(text, first.end() if first else 0) is not None
+    return (WRONG_BREAK if wrong else CLAUSE_BREAK).search(text, first.end() if first else 0) is not None
 
 
 def _negated_inside(pattern: re.Pattern[str], match: re.Match[str], *, wrong: bool) -> bool:
@@ -1923,7 +1958,7 @@ def _negated_inside(pattern: re.Pattern[str], match: re.Match[str], *, wrong: bo
     negation's clause (it does not survive with that clause blanked out) but not the negation word
     itself (it survives with only the word blanked out: the phrasing was not written with it)."""
     text = match.group(0)
-    breaks = STRONG_BREAK if wrong else CLAUSE_BREAK
+    breaks = WRONG_BREAK if wrong else CLAUSE_BREAK
     for negation in negations(text):
         stop = breaks.search(text, negation.end())
         clause_end = stop.start() if stop else len(text)
