@@ -1313,3 +1313,34 @@ def test_round_twenty_three_rejecting_labels_concessions_odds_and_earlier_belief
     statement: str, expected: bool, hypothesis: bool
 ) -> None:
     assert _credited(statement) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # a denial after the match whose subject is a clause of its own ("…, which would explain why one process is
+        # fine") denies nothing the match says; one about the match still does
+        (CORRECT.rstrip(".") + ", which would explain why a single call is fine.", True, True),
+        ("The planner misses the head: three buffers while the checkpoint inputs stay live is fine.", False, False),
+        # "stale" naming what the claim is about ("My suspicion is stale planner tables") takes nothing back
+        ("My suspicion is stale planner tables, so " + CLAIM + ".", False, True),
+        ("My suspicion was that " + CLAIM + ". That suspicion is stale now.", False, False),
+        # … and so is a second clause with its own subject after "and"
+        (CORRECT + " The meter never resets and the allocator shows a memory leak.", False, False),
+        (CORRECT + " The meter never shows a memory leak and stays flat.", True, True),
+        # the code's premise ("…, under the assumption that …") is no hedge of the agent's
+        (CORRECT.rstrip(".") + ", under the assumption that the forward dominates.", True, True),
+        # where the failure does not show ("When …, this makes no difference") is no null result; an experiment is
+        (CORRECT + " When the calls are small, this makes no difference.", True, True),
+        (CORRECT + " When I split the calls further, it made no difference.", False, False),
+        # "both wrong and …" describes the thing, it takes nothing back
+        (CORRECT + " That total is both wrong and different per call.", True, True),
+        ("Earlier I wrote that " + CLAIM + ". That is wrong.", False, False),
+        # a consequence after a negated verb, whatever its subject, is asserted for a wrong explanation
+        (CORRECT + " The meter isn't reset, so allocations show a memory leak.", False, False),
+    ],
+)  # fmt: skip
+def test_round_twenty_four_clauses_before_denials_and_stale_claims(
+    statement: str, expected: bool, hypothesis: bool
+) -> None:
+    assert _credited(statement) == (expected, hypothesis)

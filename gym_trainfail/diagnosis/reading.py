@@ -118,13 +118,16 @@ CLAUSE_BREAK = re.compile(
 )
 #: Where a clause ends for a known wrong explanation (commas do not end it).
 STRONG_BREAK = re.compile(r"[;!?\n]|" + _ABBR + r"[.:](?=\s|$)|\b(?:but|however|although|whereas)\b", re.IGNORECASE)
-#: Where a negation's reach ends before a known wrong explanation: a clause break, or (round 23) a reason given for a
+#: Where a negation's reach ends before a known wrong explanation: a clause break, a second clause with its own subject
+#: after "and" (round 24), or (round 23) a reason given for a
 #: negated verb ("tensors that nothing uses because X" blames X; "not because X" denies it) or a consequence drawn from
 #: it ("The planner doesn't price the head, so it splits calls into too many pieces" blames the splitting). An earlier
 #: belief reaches past both ("My earlier claim that X, so Y, was wrong").
 WRONG_BREAK = re.compile(
     STRONG_BREAK.pattern + r"|(?<!\bnot\s)(?<!n't\s)(?<!\bnever\s)\bbecause\b"
-    r"|,\s*(?:and\s+)?so\s+(?=(?:it|they|the|this|that|these|those|each|every|we|its|their)\b)",
+    r"|,\s*(?:and\s+)?so\s+(?!(?:much|many|far|long|that|as|to)\b)(?=[\w`])"
+    # round 24: … or a second clause with its own subject ("the blocks never learn and only the stem and head train")
+    r"|\band\s+(?=(?:only|the|this|that|these|those|it|they|its|their|each|every|both|all)\b)",
     re.IGNORECASE,
 )
 #: Matches of one phrasing read per view, and the sentence length read each side of a match:
@@ -454,8 +457,11 @@ REFUTATION = re.compile(
     r"|\b(?:i|i've|i'm|i'll|i\s+have|i\s+am|i\s+will)\s+(?:\w+\s+)?(?:abandon(?:ed|ing|s)?|drop(?:ped|ping|s)?|"
     rf"discard(?:ed|ing|s)?|reject(?:ed|ing|s)?|dismiss(?:ed|ing|es)?|shelve[sd]?|shelving|scrap(?:ped|ping|s)?)\s+{_BACK_PRONOUN}\b"
     rf"|\b(?:{_CLAIMS}|it|this|that)\s*(?:\([^()\n]{{0,400}}\)\s*)?(?:is|was|are|were|seems|looks|turned\s+out\s+to\s+be|turns\s+out\s+to\s+be)"
-    r"\s+(?:\w+\s+)?(?:false|wrong|incorrect|mistaken|untrue|bogus|stale|outdated|obsolete|off\s+base|a\s+dead\s+end|"
-    r"a\s+red\s+herring)\b"
+    # (round 24: not "both wrong and different per rank", two properties of the thing described)
+    r"\s+(?:(?!both\b)\w+\s+)?(?:false|wrong|incorrect|mistaken|untrue|bogus|off\s+base|a\s+dead\s+end|a\s+red\s+herring|"
+    # (round 24: not an adjective of what the claim names: "My suspicion is stale node refs -> …")
+    r"(?:stale|outdated|obsolete)(?![ \t]+(?!(?:now|too|anyway|already|then|here|there|and|or|but|so|since|because|as|"
+    r"after|for|in|on|by|with|given|from)\b)[\w-]+))\b"
     # … an elliptical answer that takes back what came before ("It isn't;", "Not the cause.", "Wrong, as far as I can
     # tell.", "Definitely not."): not after a question, which it answers instead; "None of that happens"
     rf"|{_START}[\W_]*(?:(?:but|and|so)\s+)?(?:it|that|this|they)\s+(?:isn't|is\s+not|wasn't|was\s+not|doesn't|"
@@ -1135,7 +1141,8 @@ TENTATIVE = re.compile(
     # schedule counts batches": that is how the code reasons, not the agent hedging)
     r"|\bthe\s+(?:hypothesis|possibility|suspicion|suggestion|guess|hunch|conjecture|claim)\s+that\b"
     # round 22: … nor its theory ("runs step() P times per call, on the theory that the schedule counts every batch")
-    r"|(?<!\bon\s)(?<!\bupon\s)\bthe\s+(?:assumption|premise|theory|idea|notion)\s+that\b",
+    # (round 24: "iterates P inner .step() calls … under the assumption that the horizon was defined over …")
+    r"|(?<!\bon\s)(?<!\bupon\s)(?<!\bunder\s)\bthe\s+(?:assumption|premise|theory|idea|notion)\s+that\b",
     re.IGNORECASE,
 )
 #: A paragraph that opens by putting its claim forward ("Possibly (needs a check): X", "Could the ranks be disagreeing
@@ -2383,10 +2390,17 @@ def _proposition_denied(text: str, start: int, end: int | None = None) -> bool:
     return bool(PROPOSITION_FALSE.search(text, max(start, opener.end()), min(stop, start + MAX_SENTENCE)))
 
 
+#: A clause of its own between a match and a denial after it (round 24): the denial's subject is that clause's ("X, which would
+#: explain why one process is fine" denies nothing about X).
+SUBORDINATE_BEFORE_DENIAL = re.compile(r"\b(?:why|whether|how|where|when|if|explains?|explaining)\b", re.IGNORECASE)
+
+
 def _denied_after(text: str, end: int) -> bool:
     after = text[end : end + DENIAL_REACH]
     stop = DENIAL_BREAK.search(after)
-    return bool(DENIAL.search(after[: stop.start()] if stop else after))
+    denial = DENIAL.search(after[: stop.start()] if stop else after)
+    # round 24: … unless a clause of its own comes first
+    return denial is not None and not SUBORDINATE_BEFORE_DENIAL.search(after, 0, denial.start())
 
 
 @dataclass(frozen=True)
@@ -2440,6 +2454,10 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
                 continue  # a withdrawal promised on a condition ("If the one-rank run is off too, I'll drop this")
             if _answers_a_question(statement, match):
                 continue  # "Q: Does anything complain?\nA: No." answers its question; it takes nothing back
+            if GENERIC_NO_DIFFERENCE.search(match.group(0)) and WHEN_OPENING.match(
+                statement, _sentence_start(statement, match.start())
+            ):
+                continue  # round 24: "When no clipping is needed, this makes no difference": when the failure shows
             if SUBORDINATE_BEFORE.search(statement, max(0, match.start() - 16), match.start()):
                 continue  # "When it's false, checkpoint doesn't save …": a value in a condition, not a verdict
             if _unmet_obligation(statement, match):
@@ -2466,6 +2484,11 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
 #: A verdict drawn as a conclusion ("If X were the cause, a boundary resume would be exact, so it's not that"):
 #: a condition before it in its sentence is the argument, not a condition on the verdict.
 CONCLUSION = re.compile(r"(?:so|hence|therefore|thus)\b", re.IGNORECASE)
+#: A sentence that opens with when a claim holds ("When no clipping is needed, or there's one rank, this makes no
+#: difference"): a present-tense "makes no difference" in it says where the failure does not show, it refutes nothing
+#: ("When I reverted it, it made no difference" is an experiment, and refutes).
+WHEN_OPENING = re.compile(r"[\W_]*(?:when|whenever|unless|as\s+long\s+as)\b", re.IGNORECASE)
+GENERIC_NO_DIFFERENCE = re.compile(r"\bmakes?\s+no\s+(?:\w+\s+)?(?:difference|change|effect)", re.IGNORECASE)
 #: A subordinating word right before a verdict-like clause ("When it's false, …", "if that is wrong, …"): the words
 #: state a condition, they judge nothing.
 SUBORDINATE_BEFORE = re.compile(r"\b(?:when|whenever|if|while|unless|once|where)\s+$", re.IGNORECASE)
