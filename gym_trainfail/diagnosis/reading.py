@@ -2390,8 +2390,8 @@ def _proposition_denied(text: str, start: int, end: int | None = None) -> bool:
     return bool(PROPOSITION_FALSE.search(text, max(start, opener.end()), min(stop, start + MAX_SENTENCE)))
 
 
-#: A clause of its own between a match and a denial after it (round 24): the denial's subject is that clause's ("X, which would
-#: explain why one process is fine" denies nothing about X).
+#: A clause of its own between a match and a denial after it (round 24): the denial's subject is that clause's ("X,
+#: which would explain why one process is fine" denies nothing about X).
 SUBORDINATE_BEFORE_DENIAL = re.compile(r"\b(?:why|whether|how|where|when|if|explains?|explaining)\b", re.IGNORECASE)
 
 
