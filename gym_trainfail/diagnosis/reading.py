@@ -118,11 +118,12 @@ CLAUSE_BREAK = re.compile(
 )
 #: Where a clause ends for a known wrong explanation (commas do not end it).
 STRONG_BREAK = re.compile(r"[;!?\n]|" + _ABBR + r"[.:](?=\s|$)|\b(?:but|however|although|whereas)\b", re.IGNORECASE)
-#: Where a negation's reach ends before a known wrong explanation: a clause break, a second clause with its own subject
-#: after "and" (round 24), or (round 23) a reason given for a
-#: negated verb ("tensors that nothing uses because X" blames X; "not because X" denies it) or a consequence drawn from
-#: it ("The planner doesn't price the head, so it splits calls into too many pieces" blames the splitting). An earlier
-#: belief reaches past both ("My earlier claim that X, so Y, was wrong").
+#: Where a negation's reach ends before a known wrong explanation: a clause break (:data:`STRONG_BREAK`); a reason given
+#: for a negated verb ("tensors that nothing uses because X" blames X; "not because X" denies it) or a consequence drawn
+#: from it ("The planner doesn't price the head, so it splits calls into too many pieces"), round 23; a second clause
+#: with its own subject after "and" ("the blocks never learn and only the stem and head train"), round 24. An earlier
+#: belief still reaches past them (:func:`_reported_past` uses :data:`STRONG_BREAK`: "My earlier claim that X, so Y, was
+#: wrong").
 WRONG_BREAK = re.compile(
     STRONG_BREAK.pattern + r"|(?<!\bnot\s)(?<!n't\s)(?<!\bnever\s)\bbecause\b"
     r"|,\s*(?:and\s+)?so\s+(?!(?:much|many|far|long|that|as|to)\b)(?=[\w`])"
