@@ -311,8 +311,21 @@ def test_the_server_listens_on_loopback_only_and_keeps_the_token_out_of_episodes
     assert server.url.startswith("http://127.0.0.1:")
     # Every file the episodes wrote (the workspaces' sparse disk images excepted: they hold what the
     # sandbox wrote, and the sandbox never had the token).
-    written = [p for p in server.runs.rglob("*") if p.is_file() and p.stat().st_size < 64 * 2**20]
-    assert written and [p for p in written if TOKEN.encode() in p.read_bytes()] == []
+    written = _files_at_rest(server.runs)
+    assert written and [p for p, data in written.items() if TOKEN.encode() in data] == []
+
+
+def _files_at_rest(root: Path, timeout: float = 60.0) -> dict[Path, bytes]:
+    """Every file under ``root`` (under 64 MiB) and its bytes, read while no episode is moving files: a
+    session closed just before (the previous test's) copies its workspace out of its disk area into a
+    staging folder and renames it, so a file listed may be gone when read; the scan then starts again."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and p.stat().st_size < 64 * 2**20}
+        except FileNotFoundError:
+            assert time.monotonic() < deadline, f"files under {root} kept moving for {timeout:.0f} s"
+            time.sleep(0.5)
 
 
 def test_sigterm_closes_open_episodes_resumable_after_their_step(server: Server, echo_case: CaseSpec) -> None:
