@@ -5,13 +5,17 @@ matching through markup and code identifiers, with evidence quoted from the stat
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
+import os
 import re
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from gym_trainfail.cases import load_case
-from gym_trainfail.diagnosis.fixtures import check_fixtures
+from gym_trainfail.diagnosis.fixtures import FixtureCheck, check_fixtures
 from gym_trainfail.diagnosis.judges import RubricJudge
 from gym_trainfail.diagnosis.reading import negations, views
 from gym_trainfail.diagnosis.rubric import Concept, Fixture, Rubric
@@ -303,24 +307,49 @@ def test_views_keep_offsets_into_the_statement() -> None:
 
 
 ENVS = Path(__file__).resolve().parents[1] / "envs"
+RUBRIC_FOLDERS = sorted(p.parent.parent.parent.name for p in ENVS.glob("*/grader/diagnosis/rubric.toml"))
 
 
-@pytest.mark.parametrize(
-    "folder", sorted(p.parent.parent.parent.name for p in ENVS.glob("*/grader/diagnosis/rubric.toml"))
-)
+def _check_rubric(folder: str, home: str) -> tuple[int, FixtureCheck, set[str | None]]:
+    """One rubric's fixtures judged afresh (a worker process: its own, empty verdict cache)."""
+    os.environ["TRAINFAIL_HOME"] = home
+    rubric = load_case(ENVS / folder).rubric
+    assert rubric is not None
+    return len(rubric.fixtures), check_fixtures(rubric, RubricJudge()), {f.stance for f in rubric.fixtures}
+
+
+@pytest.fixture(scope="module")
+def rubric_checks(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Future[tuple[int, FixtureCheck, set[str | None]]]]]:
+    """Every selected rubric's fixture check, run on all the machine's cores at once (each rubric takes tens
+    of seconds of pure-Python reading; the suite otherwise leaves all cores but one idle): each test waits for
+    its own rubric only."""
+    name = "test_each_rubric_classifies_its_development_statements"
+    selected = [
+        item.callspec.params["folder"]
+        for item in request.session.items
+        if getattr(item, "originalname", None) == name and hasattr(item, "callspec")
+    ]
+    spawn = multiprocessing.get_context("spawn")  # no fork of a process that may hold other tests' threads
+    with ProcessPoolExecutor(max_workers=max(1, min(len(selected), os.cpu_count() or 1)), mp_context=spawn) as pool:
+        yield {
+            folder: pool.submit(_check_rubric, folder, str(tmp_path_factory.mktemp(f"home-{folder}")))
+            for folder in selected
+        }
+
+
+@pytest.mark.parametrize("folder", RUBRIC_FOLDERS)
 def test_each_rubric_classifies_its_development_statements(
-    folder: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    folder: str, rubric_checks: dict[str, Future[tuple[int, FixtureCheck, set[str | None]]]]
 ) -> None:
     """The rubrics' fixtures (author statements, the development batches and the released held-out
     sets, incl. negation-shaped true statements, withdrawals and, labelled with their stance, hypotheses,
     attributions and denials) all judged as written, by both readings; held-out sets are not read here."""
-    monkeypatch.setenv("TRAINFAIL_HOME", str(tmp_path))
-    rubric = load_case(ENVS / folder).rubric
-    assert rubric is not None and len(rubric.fixtures) >= 80
-    check = check_fixtures(rubric, RubricJudge())
+    count, check, stances = rubric_checks[folder].result()
+    assert count >= 80
     assert check.misjudged == () and check.precision == check.recall == 1.0
     assert check.hypothesis_recall == 1.0 and check.hypothesis_false == 0
-    stances = {f.stance for f in rubric.fixtures}
     assert {"hypothesised", "withdrawn", "attributed", "denied"} <= stances, "every rubric has stance-labelled batches"
 
 
