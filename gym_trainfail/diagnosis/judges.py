@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from gym_trainfail.diagnosis import stance_model
+from gym_trainfail.diagnosis import mechanism_model, stance_model
 from gym_trainfail.diagnosis.reading import (
     STANCES,
     Assertion,
@@ -48,7 +48,15 @@ QUOTE_CHARS = 400
 #: :func:`code_digest`).
 JUDGE_CACHE_VERSION = 19
 #: The modules a verdict depends on, besides the rubric and the statement (the stance model's weights too).
-JUDGE_MODULES = ("judges.py", "reading.py", "rubric.py", "llm_judge.py", "stance_model.py", "stance_model.npz")
+JUDGE_MODULES = (
+    "judges.py",
+    "reading.py",
+    "rubric.py",
+    "llm_judge.py",
+    "stance_model.py",
+    "stance_model.npz",
+    "mechanism_model.py",
+)
 
 
 @functools.cache
@@ -152,13 +160,15 @@ class RubricJudge:
     """The deterministic judge: each required concept asserted somewhere in the statement by one of
     its phrasings or its alternatives' (not negated, denied, attributed, hypothesised or withdrawn), no
     concept the mechanism entails denied, and no wrong explanation asserted. Every match gets a stance
-    (:mod:`.reading`); the pre-run-hypothesis reading also accepts hypothesised concepts."""
+    (:mod:`.reading`); the pre-run-hypothesis reading also accepts hypothesised concepts. Two learned models may take
+    a credit away, never give one: the stance model (how the whole statement holds what it says) and the case's
+    mechanism model (whether it tells the case's mechanism or a wrong one)."""
 
     identity = "rubric"
 
     def __init__(self, *, vetoes: bool = True) -> None:
-        #: Whether the learned stance model (:mod:`.stance_model`) may take credit away (``False``: the rules
-        #: alone, to compare the two or to test the rules).
+        #: Whether the learned models (:mod:`.stance_model`, :mod:`.mechanism_model`) may take credit away
+        #: (``False``: the rules alone, to compare them or to test the rules).
         self.vetoes = vetoes
         if not vetoes:
             # another judge: its verdicts must not share the cache (judge_statements) with the whole judge's
@@ -188,6 +198,12 @@ class RubricJudge:
             stance = veto[0]
             correct, hypothesis = False, stance == "hypothesised"
             vetoed = f"stance model reads it as {stance} ({veto[1]:.2f})"
+        # a credited diagnosis the case's mechanism model reads as a wrong mechanism (a hypothesis is left to the rules:
+        # a list of candidates names wrong mechanisms beside the right one, and puts the right one forward)
+        wrong = mechanism_model.wrong_mechanism(statement, rubric) if self.vetoes and correct else None
+        if wrong is not None and wrong >= mechanism_model.VETO_FROM:
+            correct = hypothesis = False
+            vetoed = f"mechanism model reads it as a wrong mechanism ({wrong:.2f})"
         evidence = tuple((name, _quote(statement, a)) for name, a in (*stated.items(), *blamed.items()))
         shown = stated if correct else put if hypothesis else {}
         passage = _excerpt(" … ".join(_quote(statement, a) for a in shown.values())) if shown else ""

@@ -83,11 +83,7 @@ class StanceModel:
 
     def probabilities(self, text: str) -> dict[str, float]:
         """The model's probability of each stance for the whole statement."""
-        index = features(text)
-        logits = self.weights[index].astype(np.float32).sum(0) / np.sqrt(max(len(index), 1)) + self.bias
-        logits = logits - logits.max()
-        p = np.exp(logits)
-        p = p / p.sum()
+        p = scores(self.weights, self.bias, text)
         return {stance: float(p[i]) for i, stance in enumerate(STANCES)}
 
     def veto(self, text: str) -> tuple[str, float] | None:
@@ -109,16 +105,23 @@ class StanceModel:
 
 def train(texts: Sequence[str], labels: Sequence[str]) -> StanceModel:
     """A softmax regression over :func:`features`, full-batch Adam from zero (deterministic)."""
-    rows = [features(t) for t in texts]
-    y = np.array([STANCES.index(s) for s in labels])
+    weights, bias = fit([features(t) for t in texts], np.array([STANCES.index(s) for s in labels]), len(STANCES))
+    return StanceModel(weights, bias, digest(texts, labels))
+
+
+def fit(
+    rows: Sequence[np.ndarray], y: np.ndarray, classes: int, step_size: float = STEP
+) -> tuple[np.ndarray, np.ndarray]:
+    """Weights (``DIM`` x ``classes``) and biases of a softmax regression of classes ``y`` on the feature rows
+    (:func:`features`), full-batch Adam from zero (deterministic); also the per-case mechanism model's trainer."""
     lengths = np.array([len(r) for r in rows])
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     index = np.concatenate(rows)
     owner = np.repeat(np.arange(len(rows)), lengths)
     norm = np.sqrt(np.maximum(lengths, 1)).astype(np.float32)
-    target = np.eye(len(STANCES), dtype=np.float32)[y]
-    weights = np.zeros((DIM, len(STANCES)), dtype=np.float32)
-    bias = np.zeros(len(STANCES), dtype=np.float32)
+    target = np.eye(classes, dtype=np.float32)[y]
+    weights = np.zeros((DIM, classes), dtype=np.float32)
+    bias = np.zeros(classes, dtype=np.float32)
     m = np.zeros_like(weights)
     v = np.zeros_like(weights)
     for step in range(1, EPOCHS + 1):
@@ -134,9 +137,17 @@ def train(texts: Sequence[str], labels: Sequence[str]) -> StanceModel:
         gw += DECAY * weights
         m = 0.9 * m + 0.1 * gw
         v = 0.999 * v + 0.001 * gw * gw
-        weights -= STEP * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
-        bias -= STEP * grad.sum(0)
-    return StanceModel(weights, bias, digest(texts, labels))
+        weights -= step_size * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
+        bias -= step_size * grad.sum(0)
+    return weights, bias
+
+
+def scores(weights: np.ndarray, bias: np.ndarray, text: str) -> np.ndarray:
+    """The class probabilities a :func:`fit` model gives ``text``."""
+    index = features(text)
+    logits = weights[index].astype(np.float32).sum(0) / np.sqrt(max(len(index), 1)) + bias
+    p = np.exp(logits - logits.max())
+    return np.asarray(p / p.sum())
 
 
 def digest(texts: Sequence[str], labels: Sequence[str]) -> str:
