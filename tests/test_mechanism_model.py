@@ -8,6 +8,7 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from gym_trainfail.cases import load_case
 from gym_trainfail.diagnosis import judges, mechanism_model
@@ -115,3 +116,15 @@ def test_the_verdict_cache_is_keyed_by_the_models_code() -> None:
         for alias in node.names
     }
     assert "mechanism_model.py" in imported and imported <= set(judges.JUDGE_MODULES)
+
+
+def test_the_models_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long-running server sees a new rubric digest at every edit of a rubric: the oldest models are dropped."""
+    monkeypatch.setattr(mechanism_model, "MAX_MODELS", 2)
+    monkeypatch.setattr(mechanism_model, "_models", {})
+    statement = f"{MECHANISM[0].upper()}{MECHANISM[1:]}, {TWIST}."
+    first = mechanism_model.wrong_mechanism(statement, _taught(120, "bound-1"))
+    for n in (2, 3, 4):
+        mechanism_model.wrong_mechanism(statement, _taught(120, f"bound-{n}"))
+    assert list(mechanism_model._models) == ["synthetic-bound-3-120", "synthetic-bound-4-120"]
+    assert mechanism_model.wrong_mechanism(statement, _taught(120, "bound-1")) == first  # retrained, the same

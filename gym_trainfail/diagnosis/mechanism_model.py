@@ -42,6 +42,9 @@ STEP = 0.25
 #: rubric is left to its rules until its authors have labelled enough).
 KNOWN_FROM = 100
 
+#: The most models kept at once (each 0.5 MB; a long-running server may see many digests of a rubric being edited).
+MAX_MODELS = 64
+
 _models: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
 _lock = threading.Lock()
 
@@ -72,6 +75,8 @@ def _model(rubric: Rubric) -> tuple[np.ndarray, np.ndarray] | None:
         if rubric.digest not in _models:
             texts, labels = examples(rubric)
             known = min(labels.count(0), labels.count(1)) >= KNOWN_FROM
+            while len(_models) >= MAX_MODELS:
+                del _models[next(iter(_models))]  # the oldest
             _models[rubric.digest] = fit([features(t) for t in texts], np.array(labels), 2, STEP) if known else None
         return _models[rubric.digest]
 
