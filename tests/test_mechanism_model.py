@@ -23,6 +23,8 @@ MECHANISM = (
     "the planner prices only the static peak and never the head's target backward, which holds three dense "
     "padded-vocab buffers while the checkpointed inputs stay live"
 )
+#: The mechanism as a sentence of its own.
+STATED = MECHANISM[0].upper() + MECHANISM[1:]
 #: A wrong turn no ``[[wrong]]`` entry of the rubric names: only the labelled statements teach it.
 TWIST = "and that is only because the zebra kernel rounds every buffer up to a whole gibibyte"
 
@@ -35,24 +37,21 @@ def _rubric(folder: Path) -> Rubric:
 
 def _taught(wrong: int, tag: str) -> Rubric:
     """The admission case's rubric with only synthetic development statements: 120 correct diagnoses, and ``wrong``
-    statements that tell the same mechanism with the twist (labelled a wrong mechanism), beside others the model
-    must not train on (hypotheses, denials)."""
+    statements that tell the same mechanism with the twist (labelled a wrong mechanism), beside 40 hypotheses the
+    model must not train on."""
     base = _rubric(ENVS / "admission_backward_oom")
     fixtures = [
-        *(
-            Fixture(f"{MECHANISM[0].upper()}{MECHANISM[1:]}; run {i} peaked at {i + 7} GiB.", True, f"c{i}")
-            for i in range(120)
-        ),  # fmt: skip
+        *(Fixture(f"{STATED}; run {i} peaked at {i + 7} GiB.", True, f"c{i}") for i in range(120)),
         *(
             Fixture(
-                f"{MECHANISM[0].upper()}{MECHANISM[1:]}, {TWIST}; run {i} peaked at {i + 7} GiB.",
+                f"{STATED}, {TWIST}; run {i} peaked at {i + 7} GiB.",
                 False,
                 f"w{i}",
                 "asserted",
                 "wrong",
             )
             for i in range(wrong)
-        ),  # fmt: skip
+        ),
         *(Fixture(f"Maybe {MECHANISM}, {TWIST}; run {i}.", False, f"h{i}", "hypothesised", "right") for i in range(40)),
     ]
     return dataclasses.replace(base, fixtures=tuple(fixtures), digest=f"synthetic-{tag}-{wrong}")
@@ -60,7 +59,7 @@ def _taught(wrong: int, tag: str) -> Rubric:
 
 def test_a_diagnosis_the_rules_credit_but_the_case_labels_a_wrong_mechanism_is_not_credited() -> None:
     rubric = _taught(120, "veto")
-    statement = f"{MECHANISM[0].upper()}{MECHANISM[1:]}, {TWIST}."
+    statement = f"{STATED}, {TWIST}."
     assert RubricJudge(vetoes=False).judge(statement, rubric).correct is True  # the rules alone credit it
     p = mechanism_model.wrong_mechanism(statement, rubric)
     assert p is not None and p >= mechanism_model.VETO_FROM
@@ -68,7 +67,7 @@ def test_a_diagnosis_the_rules_credit_but_the_case_labels_a_wrong_mechanism_is_n
     assert (verdict.correct, verdict.hypothesis) == (False, False)
     assert "mechanism model reads it as a wrong mechanism" in verdict.note
     # attack: the right mechanism alone, in the words the wrong ones share, keeps its credit
-    plain = RubricJudge().judge(f"{MECHANISM[0].upper()}{MECHANISM[1:]}.", rubric)
+    plain = RubricJudge().judge(f"{STATED}.", rubric)
     assert (plain.correct, plain.hypothesis) == (True, True) and "mechanism model" not in plain.note
 
 
@@ -85,7 +84,7 @@ def test_a_hypothesis_is_left_to_the_rules() -> None:
 
 def test_a_rubric_that_labels_too_few_wrong_mechanisms_is_left_to_the_rules() -> None:
     rubric = _taught(mechanism_model.KNOWN_FROM - 1, "few")
-    statement = f"{MECHANISM[0].upper()}{MECHANISM[1:]}, {TWIST}."
+    statement = f"{STATED}, {TWIST}."
     assert not mechanism_model.knows(rubric) and mechanism_model.wrong_mechanism(statement, rubric) is None
     assert RubricJudge().judge(statement, rubric).correct is True
     assert mechanism_model.knows(_taught(mechanism_model.KNOWN_FROM, "enough"))
@@ -122,7 +121,7 @@ def test_the_models_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     """A long-running server sees a new rubric digest at every edit of a rubric: the oldest models are dropped."""
     monkeypatch.setattr(mechanism_model, "MAX_MODELS", 2)
     monkeypatch.setattr(mechanism_model, "_models", {})
-    statement = f"{MECHANISM[0].upper()}{MECHANISM[1:]}, {TWIST}."
+    statement = f"{STATED}, {TWIST}."
     first = mechanism_model.wrong_mechanism(statement, _taught(120, "bound-1"))
     for n in (2, 3, 4):
         mechanism_model.wrong_mechanism(statement, _taught(120, f"bound-{n}"))

@@ -66,7 +66,10 @@ def examples(rubric: Rubric) -> tuple[list[str], list[int]]:
 
 def knows(rubric: Rubric) -> bool:
     """Whether the rubric labels enough statements of each class (:data:`KNOWN_FROM`) for the model to be used."""
-    labels = examples(rubric)[1]
+    return _enough(examples(rubric)[1])
+
+
+def _enough(labels: list[int]) -> bool:
     return min(labels.count(0), labels.count(1)) >= KNOWN_FROM
 
 
@@ -74,9 +77,9 @@ def _model(rubric: Rubric) -> tuple[np.ndarray, np.ndarray] | None:
     with _lock:
         if rubric.digest not in _models:
             texts, labels = examples(rubric)
-            known = min(labels.count(0), labels.count(1)) >= KNOWN_FROM
             while len(_models) >= MAX_MODELS:
                 del _models[next(iter(_models))]  # the oldest
+            known = _enough(labels)
             _models[rubric.digest] = fit([features(t) for t in texts], np.array(labels), 2, STEP) if known else None
         return _models[rubric.digest]
 
