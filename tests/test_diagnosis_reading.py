@@ -1373,3 +1373,49 @@ def test_round_twenty_four_clauses_before_denials_and_stale_claims(
     statement: str, expected: bool, hypothesis: bool
 ) -> None:
     assert _credited(statement) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # round 26: "To be confirmed with <a run of several words>: X" disclaims what follows, as a shorter "with a
+        # probe" did
+        ("To be confirmed with a 2-process run that logs the inner step count: " + CORRECT, False, True),
+        ("Still to be checked against a per-rank dump of the live buffers: " + CORRECT, False, True),
+        # attack: a confirmation by such a run is no disclaimer
+        ("Confirmed with a 2-process run that logs the inner step count: " + CORRECT, True, True),
+        (CORRECT + " I confirmed it with a two-rank run that logs the buffer count per step.", True, True),
+        # round 26: a retraction with "back" before its object ("I take back the paragraph above"), "pulling this back"
+        (CORRECT + "\n\nPS -- I take back the paragraph above. Please don't act on it.", False, False),
+        (CORRECT + "\n\nEDIT \u2014 I'm pulling this back. I can't reconcile it with the numbers.", False, False),
+        # attack: "pulls back" with a tensor or a value as its object retracts nothing
+        (CORRECT + " The allocator then pulls back the freed blocks.", True, True),
+        # a named theory checked and then refuted, the contraction too ("it's not that"); a quoted story that
+        # "doesn't apply"
+        ('Checked the "' + CLAIM + '" theory: it\'s not that.', False, False),
+        ('The "' + CLAIM + '" story does not apply to our setup.', False, False),
+        # attack: refuting another, named theory leaves the agent's own claim standing, quoted or not
+        (CORRECT + " The memory-leak theory does not apply here.", True, True),
+        (CORRECT + ' The "memory leak" story does not apply here.', True, True),
+        ("Someone suggested a leak. It's not that. " + CORRECT, True, True),
+        # round 26: a ranked list of suspects ("My ranking of suspects: (1) most likely, X; (2) less likely, Y") puts
+        # its items forward
+        ("My ranking of suspects, none confirmed: (1) most likely, " + CLAIM + "; (2) less likely, a memory leak.",
+         False, True),
+        ("(1) most likely, " + CLAIM + "; (2) less likely, a memory leak.", False, True),
+        # round 26: a withdrawal promised on a condition whose line is hard-wrapped inside the condition
+        ("My suspicion is that " + CLAIM + ". If the buffer counts\nmatch across ranks, this theory is dead.", False,
+         True),
+        # attack: the same verdict drawn now, wrapped alike, withdraws
+        ("Hypothesis: " + CLAIM + ". The buffer counts\nmatch across ranks, so this theory is dead.", False, False),
+        # round 26: "(correct — reason)" grades the code as "(correct)" does, so a "(wrong)" beside it grades the code
+        (CORRECT + " It counts the head for the estimate (correct \u2014 it is small) and for the plan (wrong).", True,
+         True),
+        # attack: a shortlist mentioned after the conclusion, with no list after it, hedges nothing
+        (CORRECT + " I ruled out the rest of my shortlist of suspects.", True, True),
+    ],
+)  # fmt: skip
+def test_round_twenty_six_disclaimers_retractions_and_named_theories(
+    statement: str, expected: bool, hypothesis: bool
+) -> None:
+    assert _credited(statement) == (expected, hypothesis)

@@ -10,8 +10,8 @@ import pytest
 
 from gym_trainfail.cases import load_case
 from gym_trainfail.diagnosis import stance_model
-from gym_trainfail.diagnosis.judges import RubricJudge, _vetoable
-from gym_trainfail.diagnosis.reading import cued
+from gym_trainfail.diagnosis.judges import RubricJudge, _rejected_later, _vetoable
+from gym_trainfail.diagnosis.reading import Assertion, cued
 from gym_trainfail.diagnosis.rubric import Rubric
 
 from .conftest import ECHO_CASE
@@ -144,6 +144,39 @@ def test_a_hypothesis_the_model_reads_as_withdrawn_loses_its_hypothesis_credit()
     assert "stance model reads it as withdrawn" in verdict.note
     planned = judge.judge(RESUME_CANDIDATE + " I'll log the sample indices to check.", rubric)
     assert (planned.correct, planned.hypothesis) == (False, True)
+
+
+BYPASS_PUT = (
+    "the consistency term is computed on model.module, bypassing the DDP wrapper, so its gradients are never "
+    "all-reduced across ranks and the replicas drift apart."
+)
+
+
+def test_a_hypothesis_denied_in_a_later_sentence_loses_its_hypothesis_credit() -> None:
+    """Round 26: the rules read "I looked into the idea that X" as X put forward, whatever the writer says of it
+    next; where they also read a concept of X denied in a later sentence and the model reads the statement as a
+    denial, it is one. Neither alone: a plan to check keeps the credit, and so does a hypothesis whose later
+    sentence the rules read as denied but the model does not (a phrasing's own negation)."""
+    rubric = _rubric(ENVS / "ddp_bypass_drift")
+    rules, judge = _judges()
+    denied = (
+        "I looked into the idea that " + BYPASS_PUT + " They are all-reduced: both backward passes are synchronised, "
+        "I checked the hooks. Whatever makes the replicas drift, it is not a missing all-reduce on the consistency "
+        "term."
+    )
+    alone = rules.judge(denied, rubric)
+    assert (alone.correct, alone.hypothesis) == (False, True)
+    verdict = judge.judge(denied, rubric)
+    assert (verdict.correct, verdict.hypothesis, verdict.stance) == (False, False, "denied")
+    assert "stance model reads it as denied" in verdict.note
+    planned = judge.judge("My hypothesis: " + BYPASS_PUT + " I will dump per-rank gradients to check.", rubric)
+    assert (planned.correct, planned.hypothesis) == (False, True)
+    # the rules' half: a denial in a later sentence, not in the same one, and not of a concept also asserted
+    put, later = Assertion(0, 10), Assertion(30, 40)
+    assert _rejected_later("x" * 10 + ". Checked: " + "y" * 40, {"c": {"hypothesised": put, "denied": later}}, ["c"])
+    assert not _rejected_later("x" * 10 + ", so that " + "y" * 40, {"c": {"hypothesised": put, "denied": later}}, ["c"])
+    both = {"asserted": put, "hypothesised": put, "denied": later}
+    assert not _rejected_later("x" * 10 + ". Checked: " + "y" * 40, {"c": both}, ["c"])
 
 
 TOKEN_TAKEN_BACK = (

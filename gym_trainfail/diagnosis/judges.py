@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -145,6 +146,26 @@ def statement_stance(held: Mapping[str, Mapping[str, Any]], required: Sequence[s
     return next(s for s in ("withdrawn", "attributed", "denied") if s in short)
 
 
+def _rejected_later(statement: str, held: Mapping[str, Mapping[str, Any]], required: Sequence[str]) -> bool:
+    """Whether a concept the statement only puts forward is also read as denied in a later sentence: the writer may
+    have rejected what it put forward ("I looked into the idea that the term escapes DDP's averaging … They don't
+    escape it: … it is not a missing all-reduce"). Not enough alone: a phrasing may carry its own negation ("no restore
+    at recompute", "never multiplies by GA"), which a hedged statement's later sentence also reads as denied; the
+    stance model must read the whole statement as denied too."""
+    for name in required:
+        found = held.get(name, {})
+        if "asserted" in found or "hypothesised" not in found or "denied" not in found:
+            continue
+        put, denial = found["hypothesised"], found["denied"]
+        if denial.start > put.end and SENTENCE_END.search(statement, put.end, denial.start):
+            return True
+    return False
+
+
+#: A sentence's end between two matches: a full stop, "!" or "?" before a space, or a line break.
+SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
+
+
 class Judge(Protocol):
     """Judges statements against a rubric."""
 
@@ -185,7 +206,8 @@ class RubricJudge:
                if "asserted" in found or "hypothesised" in found}  # fmt: skip
         denied = {c.name: held[c.name]["denied"] for c in rubric.entailed
                   if c.name not in put and "denied" in held[c.name]}  # fmt: skip
-        stance = statement_stance(held, [c.name for c in rubric.concepts])
+        required = [c.name for c in rubric.concepts]
+        stance = statement_stance(held, required)
         sound = not blamed and not denied
         correct = stance == "asserted" and sound
         hypothesis = stance in ("asserted", "hypothesised") and sound
@@ -194,7 +216,10 @@ class RubricJudge:
         # the skip count"); one it reads as someone else's keeps the rules' credit (on blind sets that took more
         # hypotheses than it caught reports)
         veto = stance_model.load().veto(statement) if self.vetoes and (correct or hypothesis) else None
-        if veto is not None and (correct or veto[0] == "withdrawn") and _vetoable(*veto, statement, rubric):
+        # … and one it reads as denied where the rules see a concept put forward and denied in a later sentence ("I
+        # looked into the idea that X. They don't: …"; round 26)
+        rejected = veto is not None and veto[0] == "denied" and _rejected_later(statement, held, required)
+        if veto is not None and (correct or veto[0] == "withdrawn" or rejected) and _vetoable(*veto, statement, rubric):
             stance = veto[0]
             correct, hypothesis = False, stance == "hypothesised"
             vetoed = f"stance model reads it as {stance} ({veto[1]:.2f})"

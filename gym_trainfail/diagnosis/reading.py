@@ -240,6 +240,11 @@ RETRACTION = re.compile(
     r"|(?:^|(?<=[.!?:;]\s)|(?<=\n))[\W_]*(?:please\s+)?(?:disregard|ignore)(?:\s+(?:it|this|that|all\s+(?:of\s+)?(?:it|this|that)|"
     r"everything|the\s+above))?\s*(?=[.;:,!\u2014\u2013]|\s-\s|$)"
     rf"|\b(?:take|takes|taking|took|taken|walk|walks|walking|walked)\s+{_BACK}\s+back\b"
+    # round 26: "PS -- I take back the paragraph above", "EDIT — I'm pulling this back"
+    rf"|\b(?:take|takes|taking|took|taken|walk|walks|walking|walked|pull|pulls|pulling|pulled)\s+back\s+(?:{_BACK}|"
+    r"(?:the|my|this|that|these|those)\s+(?:[\w-]+\s+){0,2}?(?:paragraphs?|section|message|post|bullets?|points?|summary)"
+    r"(?:\s+(?:above|before|earlier))?)\b"
+    rf"|\b(?:pull|pulls|pulling|pulled)\s+{_BACK}\s+back\b"
     r"|\b(?:i|we)\s+(?:had|opened|read|used|checked|ran|looked\s+at|(?:was|were)\s+(?:on|in|using|reading|running))\s+(?:the\s+|an?\s+)?"
     r"(?:wrong|old|stale|outdated)\s+(?:file|branch|version|commit|code|run|log|config|checkout|machine|copy|data|dump|checkpoint)s?\b"
     r"|\b(?:based\s+on|came\s+from|comes?\s+from|taken\s+from)\s+(?:the\s+|an?\s+)?(?:wrong|old|stale|outdated)\s+(?:file|branch|"
@@ -391,10 +396,15 @@ REFUTATION = re.compile(
     r"|\b(?:doesn't|does\s+not|didn't|did\s+not)\s+hold\s+(?:up|water)?\s*(?:(?:in\s+my\s+(?:view|opinion|reading)|to\s+scrutiny|"
     r"under\s+(?:scrutiny|testing)|here|either)\s*)?(?=[.;:!,—–-]|$)"
     r"|\b(?:this|that|it)\s+(?:doesn't|does\s+not)\s+apply\b"
+    # round 26: 'the "each rank clips its own shard by its own norm" story doesn't apply to our setup' (a named claim)
+    r"|\b(?:the|that|this|your|their|his|her)\s+(?:\x22[^\x22\n]{1,200}\x22|\u201c[^\u201d\n]{1,200}\u201d)\s+"
+    r"(?:theory|story|hypothesis|idea|claim|explanation|suggestion)\s+(?:doesn't|does\s+not|didn't|did\s+not|can't|cannot)\s+"
+    r"(?:apply|hold)\b"
     # round 8: "that worry doesn't hold", "so it wasn't that", "That can't be the drift then"
     r"|\b(?:that|this|the|my)\s+(?:worry|concern|theory|idea|hypothesis|explanation|reading|suspicion|guess)\s+"
     r"(?:doesn't|does\s+not|didn't|did\s+not)\s+hold\b"
-    r"|\b(?:it|that)\s+(?:wasn't|was\s+not|isn't|is\s+not)\s+(?:that|it)\s*(?=[.!;,\n)]|$)"
+    # round 26: "Checked the … theory: it's not that." (the contracted form too)
+    r"|\b(?:(?:it|that)\s+(?:wasn't|was\s+not|isn't|is\s+not)|(?:it's|that's)\s+not)\s+(?:that|it)\s*(?=[.!;,\n)]|$)"
     r"|\b(?:this|that|it)\s+(?:can't|cannot|can\s+not|couldn't|could\s+not)\s+be\s+the\s+(?:drift|bug|reason|source|"
     r"mechanism|failure|divergence|difference)\b"
     # an experiment that refutes a hypothesis put forward before ("it made no difference, so not that")
@@ -1182,7 +1192,11 @@ ODDS = re.compile(
     # round 21: "(I'd say 3 to 1)", "odds of 2:1"
     r"|\b(?:i'd\s+say|odds\s+(?:of\s+|are\s+)?|at\s+(?:about\s+)?)~?[1-9]\s*(?:to|:)\s*1\b"
     r"|\bP\s*\([^()\n]{1,60}\)\s*(?:~|\u2248|=|is)\s*0?\.[1-7]"
-    r"|\b(?:the\s+)?(?:remaining|other|rest\s+of\s+my)\s+(?:~?(?:2[1-9]|[3-9]\d)\s*%|0?\.(?:2[1-9]|[3-9])|probability)",
+    r"|\b(?:the\s+)?(?:remaining|other|rest\s+of\s+my)\s+(?:~?(?:2[1-9]|[3-9]\d)\s*%|0?\.(?:2[1-9]|[3-9])|probability)"
+    # round 26: "My ranking of suspects, none confirmed: (1) most likely, X; (2) less likely, Y"
+    r"|\b(?:my\s+|a\s+|the\s+)?(?:ranking|ranked\s+list|shortlist)\s+of\s+(?:suspects|candidates|hypotheses|possible\s+causes)\b"
+    r"(?=[^.!?\n]{0,40}:)"  # … a label that opens the list (not "I ruled out the rest of my shortlist of suspects.")
+    r"|\(\s*[1-9]\s*\)\s*(?:most|more|less|least)\s+likely\s*[,:]",
     re.IGNORECASE,
 )
 #: A sentence that doubts what the paragraph put forward ("If that's right, …", "If I'm right, …"); "If so, …"
@@ -1321,7 +1335,7 @@ UNVERIFIED = re.compile(
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:(?:will|going\s+to|to)\s+(?:confirm|verify|check|test)|testing\s+next|will\s+know\s+after)"
     r"(?:\s+[^.!?\n]{0,60})?)"
     # … with a few words of when ("This is a guess at this stage;", "Haven't run anything to check this yet.")
-    r"(?:\s+(?:at\s+this\s+(?:stage|point)|so\s+far|for\s+now|yet|either|(?:by|with|against)\s+(?:an?\s+|the\s+)?[\w/-]+(?:\s+[\w/-]+){0,3}?(?:\s+yet)?|to\s+(?:check|verify|confirm|test|show|prove)\s+(?:it|this|that)"
+    r"(?:\s+(?:at\s+this\s+(?:stage|point)|so\s+far|for\s+now|yet|either|(?:by|with|against)\s+(?:an?\s+|the\s+)?[\w/-]+(?:\s+[\w/-]+){0,7}?(?:\s+yet)?|to\s+(?:check|verify|confirm|test|show|prove)\s+(?:it|this|that)"
     r"(?:\s+yet)?))?"
     r"(?=\s*(?:[.;,!)\]:\u2014\u2013]|$))",
     re.IGNORECASE | re.MULTILINE,
@@ -2336,7 +2350,10 @@ def _value_of_code(text: str, at: int) -> bool:
 
 #: A parenthesised grade of what the code does, in a sentence that grades another part of it right.
 CODE_GRADED = re.compile(r"\s*\(\s*(?:wrong|false)\s*\)", re.IGNORECASE)
-CODE_GRADED_RIGHT = re.compile(r"\(\s*(?:right|correct|fine|ok)\s*\)", re.IGNORECASE)
+#: … with or without a reason after the grade ("(correct — they'd be double counted)"; round 26)
+CODE_GRADED_RIGHT = re.compile(
+    r"\(\s*(?:right|correct|fine|ok)\b(?:\s*[-\u2013\u2014:,;][^()\n]{1,80})?\s*\)", re.IGNORECASE
+)
 
 
 @functools.lru_cache(maxsize=32)
@@ -2563,8 +2580,13 @@ def _sentence_start(text: str, at: int) -> int:
 
 def _on_condition(text: str, at: int) -> bool:
     """Whether the sentence (or line) holding ``at`` opens with a condition: what it says at ``at`` is
-    promised for when the condition holds, not said now ("If the next run disagrees, I'll drop it")."""
-    return CONDITIONAL.match(text, _sentence_start(text, at)) is not None
+    promised for when the condition holds, not said now ("If the next run disagrees, I'll drop it"). The prose
+    sentence counts too: a hard-wrapped line may break inside the condition ("If the hook lists\nmatch across ranks,
+    this theory is dead"; round 26)."""
+    return any(
+        CONDITIONAL.match(text, begin) is not None
+        for begin in (_sentence_start(text, at), _prose_sentence(text, at)[0])
+    )
 
 
 def withdrawn(assertion: Assertion, taken_back: Sequence[Withdrawal], *, wrong: bool, later: bool = False) -> bool:
