@@ -1419,3 +1419,55 @@ def test_round_twenty_six_disclaimers_retractions_and_named_theories(
     statement: str, expected: bool, hypothesis: bool
 ) -> None:
     assert _credited(statement) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # round 27: a numbered hypothesis label ("H2 (open): X") puts X forward
+        ("H2 (open): " + CLAIM + ".", False, True),
+        ("H1: " + CLAIM + ".", False, True),
+        # "Suspicion is that X", with no determiner, at a sentence's start
+        ("Plan: test whether the planner is the cause. Suspicion is that " + CLAIM + ".", False, True),
+        # "I asked an assistant and it said X" reports X
+        ("I asked an assistant and it said " + CLAIM + ".", False, False),
+        ("I asked Priya and she thinks " + CLAIM + ".", False, False),
+        # attack: the agent's own diagnosis with someone's agreement after it stands
+        (CORRECT + " I asked Priya and she agreed.", True, True),
+        # "I am withdrawing the v1 root cause" takes back what came before …
+        ("Draft root cause (v1): " + CLAIM + ".\n\nv2: I am withdrawing the v1 root cause.", False, False),
+        # attack: … but one that names a wrong explanation takes back only that
+        (CORRECT + " I am withdrawing the earlier memory leak note.", True, True),
+        # "only if" with a past "were" states a rule and its outcome; with a modal it supposes
+        ("The planner prices a call only if it is tagged, so the head calls were left out: " + CLAIM + ".", True, True),
+        ("The planner would hold only if the head were free, so " + CLAIM + ".", False, True),
+        # a list that grades what the code does ("… correct." / "… wrong.") grades the code, not the agent's claims …
+        ("Findings:\n* head: the planner misses the head. wrong.\n* buffers: three buffers while the checkpoint inputs "
+         "stay live.\n* the meter: counts every call. correct.", True, True),
+        # … a lone "Wrong." after a hypothesis still withdraws it
+        ("Hypothesis: " + CLAIM + ". Wrong.", False, False),
+        # a hedge inside a compound adjective qualifies the adjective ("possibly-stale counters")
+        (CORRECT + " The meter reads possibly-stale counters.", True, True),
+        ("Possibly " + CLAIM + ".", False, True),
+        # a ranked list's heading is no person ("Ranking suspects for the OOM: (1) most likely, X")
+        ("Ranking suspects for the OOM, none confirmed: (1) most likely, " + CLAIM + "; (2) a memory leak.", False,
+         True),
+        # "the experts" report only with a reporting verb (a MoE layer's experts are its parts)
+        ("The experts on the forum say " + CLAIM + ". I am not convinced.", False, False),
+        # a parenthesis with its own subject after the mechanism denies its subject, not the mechanism …
+        ("The planner doesn't account for the head: three buffers, while the checkpointed inputs stay live (small "
+         "calls are fine).", True, True),
+        # … one that points back may deny it
+        ("The planner doesn't account for the head: three buffers, while the checkpointed inputs stay live (that is "
+         "fine).", False, False),
+        # a hard-wrapped sentence is read across its line break
+        ("The planner doesn't\naccount for the head: three buffers, while the checkpointed inputs stay\nlive.", True,
+         True),
+        # … not across a line that opens with a label
+        ("Hypothesis, not checked\nyet: " + CLAIM + ".", False, True),
+    ],
+)  # fmt: skip
+def test_round_twenty_seven_numbered_hypotheses_asked_reports_and_withdrawing(
+    statement: str, expected: bool, hypothesis: bool
+) -> None:
+    assert _credited(statement) == (expected, hypothesis)

@@ -157,13 +157,15 @@ def _rejected_later(statement: str, held: Mapping[str, Mapping[str, Any]], requi
         if "asserted" in found or "hypothesised" not in found or "denied" not in found:
             continue
         put, denial = found["hypothesised"], found["denied"]
-        if denial.start > put.end and SENTENCE_END.search(statement, put.end, denial.start):
+        if denial.start > put.start and SENTENCE_END.search(statement, put.start, denial.start):
             return True
     return False
 
 
-#: A sentence's end between two matches: a full stop, "!" or "?" before a space, or a line break.
-SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
+#: A sentence's end between two matches: a full stop, "!" or "?" before a space, or a line break; or a colon that
+#: opens the explanation of a verdict ("Whether X runs before or after Y makes no difference: … no micro-batch stays
+#: rank-local"; round 27).
+SENTENCE_END = re.compile(r"[.!?:](?=\s)|\n")
 
 
 class Judge(Protocol):

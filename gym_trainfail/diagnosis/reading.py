@@ -245,6 +245,9 @@ RETRACTION = re.compile(
     r"(?:the|my|this|that|these|those)\s+(?:[\w-]+\s+){0,2}?(?:paragraphs?|section|message|post|bullets?|points?|summary)"
     r"(?:\s+(?:above|before|earlier))?)\b"
     rf"|\b(?:pull|pulls|pulling|pulled)\s+{_BACK}\s+back\b"
+    # round 27: "v2: I am withdrawing the v1 root cause"
+    r"|\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:now\s+|hereby\s+|formally\s+)?(?:withdrawing|retracting)\b"
+    r"(?:\s+(?:the|my|our|this|that|these|those|its|his|her|their)\b[^.;:!?\n]{0,80})?"  # … with what it names
     r"|\b(?:i|we)\s+(?:had|opened|read|used|checked|ran|looked\s+at|(?:was|were)\s+(?:on|in|using|reading|running))\s+(?:the\s+|an?\s+)?"
     r"(?:wrong|old|stale|outdated)\s+(?:file|branch|version|commit|code|run|log|config|checkout|machine|copy|data|dump|checkpoint)s?\b"
     r"|\b(?:based\s+on|came\s+from|comes?\s+from|taken\s+from)\s+(?:the\s+|an?\s+)?(?:wrong|old|stale|outdated)\s+(?:file|branch|"
@@ -324,6 +327,9 @@ REFUTATION = re.compile(
     # round 19: "I looked at that explanation — … — and reject it.", "That rules the ordering out.", "point 1 is wrong"
     r"|\b(?:and\s+)?(?:i|we)?\s*reject(?:ed)?\s+(?:it|this|that|them)\s*(?=[.;!\n]|$)"
     rf"|{_NOT_PLANNED}\brul(?:e|es|ed|ing)\s+the\s+(?:[\w-]+\s+){{0,2}}?[\w-]+\s+out\b"
+    # round 27: 'Ruled out the "optimizer holds the pre-shard root params" idea: …' (a named claim after "ruled out")
+    rf"|{_NOT_PLANNED}\brul(?:e|es|ed|ing)\s+out\s+(?:the|that|this|my|our|their|his|her)\s+(?:\x22[^\x22\n]{{1,200}}\x22\s+"
+    rf"|\u201c[^\u201d\n]{{1,200}}\u201d\s+)(?:[\w-]+\s+){{0,2}}?{_CLAIMS}\b"
     r"|\b(?:point|item|step|bullet|note|line|claim)\s*#?\d{1,2}\s+(?:is|was)\s+(?:wrong|incorrect|false|mistaken)\b"
     # round 18: "So not that — back to looking at the engine."
     rf"|{_START}[\W_]*(?:so|hence|thus|therefore)\s*,?\s+not\s+(?:that|it|this)\s*(?=[.;!\u2014\u2013]|\s-+\s|$)"
@@ -733,7 +739,10 @@ MARKUP = frozenset('`*[]{}()<>"|#“”')
 _PERSON = (
     r"(?:team\s*mates?|colleagues?|co-?workers?|reviewers?|(?:team\s+)?leads?|manager|boss|users?|reporters?|"
     r"maintainers?|engineers?|developers?|devs?|authors?|on-?call(?:\s+engineer)?|intern|customers?|folks|"
-    r"people|somebody|someone|everyone|others|agents?|assistant|llm|chatgpt|copilot|experts?|skeptics?|"
+    r"people|somebody|someone|everyone|others|agents?|assistant|llm|chatgpt|copilot|expert|skeptics?|"
+    # round 27: "the experts" are a MoE layer's parts as often as people: people when they report ("the experts say")
+    r"experts(?=\s+(?:on\s+\S+\s+)?(?:say|said|think|thought|claim|claimed|suggest|suggested|agree|agreed|believe|believed|"
+    r"argue|argued|reckon|reckoned|recommend|recommended|told)\b)|"
     r"sceptics?|commenters?|posters?|predecessor|sre|researchers?|upstream|team|forum|bots?|linters?|investigators?)"
 )
 #: What other people write ("the ticket says"); "my notes say" is the agent's own, so no "my"/"our" here.
@@ -758,7 +767,9 @@ _NAME = (
     r"Somebody|Everyone|Nobody|Why|How|Where|Who|Yes|Nope|Actually|Also|Hmm|Wait|Well|Ok|Okay|Still|Yet|"
     r"Either|Neither|Only|Even|Just|Instead|Again|First|Second|Next|Finally|Later|Earlier|Initially|"
     # adjectives that open a hypothesis label ("Unverified guess:", "Wild guess:"), not a person's name
-    r"Un[a-z]+ed|Wild|Educated|Rough|Quick|Gut|Working|Leading|Tentative|Best|Current|Main|Top|Early)\b)"
+    r"Un[a-z]+ed|Wild|Educated|Rough|Quick|Gut|Working|Leading|Tentative|Best|Current|Main|Top|Early|"
+    # round 27: a list's heading ("Ranking suspects for the drift: …"), not a person who suspects
+    r"Ranking|Ranked|Listing|Shortlist|Possible|Candidate|Prime)\b)"
     r"[A-Z][a-z\u00e0-\u00ff]+(?:\s+[A-Z][a-z\u00e0-\u00ff]+)?\b)"
 )
 #: A time that owns a person or a document ("last week's on-call", "yesterday's ticket").
@@ -868,7 +879,12 @@ ATTRIBUTION = re.compile(
     r"|(?:the\s+)?(?:received|common|conventional|usual|popular|accepted|standard|team'?s?)\s+"
     r"(?:wisdom|explanation|theory|story|view|belief|assumption|diagnosis)\s+(?:is|was|says?|said)\b(?:\s+that\b)?"
     # round 16: an idea in the air, named before the agent answers it ("The idea is that X. The logs don't support it")
-    r"|the\s+(?:idea|theory|suggestion|claim|argument|notion|story)\s+(?:here\s+)?(?:is|was|goes|went)\s+that\b)",
+    r"|the\s+(?:idea|theory|suggestion|claim|argument|notion|story)\s+(?:here\s+)?(?:is|was|goes|went)\s+that\b"
+    # round 27: "I asked an assistant and it said X", "I asked Priya and she thinks X"
+    r"|(?:i|we)\s+asked\s+(?:an?\s+|the\s+|our\s+|my\s+)?(?:[\w.-]+\s+){0,2}?(?:assistant|chatbot|llm|bot|ai|colleague|"
+    r"teammate|coworker|co-worker|expert|reviewer|maintainer|chatgpt|claude|copilot|[A-Z][a-z]+)\s+and\s+(?:it|he|she|they)\s+"
+    r"(?:said|says|told\s+(?:me|us)|claimed|claims|suggested|suggests|answered|replied|thinks|thought|reckons|reckoned)"
+    r"(?:\s+that)?\b)",
     re.IGNORECASE,
 )
 #: Someone else's claim reported with a factive verb ("Issue #75870 points out that X", "the thread notes that X").
@@ -1093,6 +1109,8 @@ HYPOTHESIS_LABEL = re.compile(
     r"untested|unverified|unconfirmed|unchecked|untried|pending|speculative|rough|quick|gut|potential|wild|educated|"
     r"\w+-run)[\s,]+){0,3}(?:hypothesis|theory|"
     r"suspicion|conjecture|guess|hunch|suspect|possibility|candidate|candidate\s+(?:cause|explanation|mechanism)|"
+    # round 27: a numbered hypothesis ("H2 (open): X", "H1: X")
+    r"(?-i:H)[1-9](?=\s*(?:\([^)\n]{0,40}\)\s*)?:)|"
     r"possible\s+(?:cause|explanation|mechanism)|idea|lead|bet|wager|speculation|instinct|intuition|"
     r"(?:tentative|provisional|preliminary|unconfirmed|unverified|untested|unproven|pending|speculative|working)\s+"
     r"[\w-]+(?:\s+[\w-]+){0,2}|money\s+is\s+on\s+(?:this|that|it))\b(?:\s*#?(?:\d+|(?-i:[A-Z]))\b)?(?:\s*\([^)\n]{0,100}\)|\s*,[^:\n.!?]{0,120}?|"
@@ -1112,6 +1130,9 @@ TENTATIVE = re.compile(
     r"|\b(?:one|another|a)\s+(?:thing|mechanism|way)\s+that\s+(?:would|could|might)\s+(?:produce|cause|explain|give)\b"
     r"|\b(?:i|we)\s+(?:\w+\s+)?(?:suspect|suspected|hypothesi[sz]e|hypothesi[sz]ed|conjecture|speculate|"
     r"would\s+guess|'d\s+guess|guess|am\s+guessing|'m\s+guessing|bet)\b(?!\s+(?:not|so)\b)"
+    # round 27: "Suspicion is that X" (no determiner, at a sentence's start)
+    r"|(?:^|(?<=[.!?:]\s)|(?<=\n))[\W_]*(?:working\s+|current\s+|main\s+|leading\s+)?(?:suspicion|hunch|guess|hypothesis|theory)"
+    r"\s+is\s+that\b"
     r"|\bmy\s+(?:\w+\s+){0,2}?(?:hypothesis|theory|guess|suspicion|hunch|bet|conjecture|working\s+assumption)"
     # round 16: "My best guess right now, which I still need to verify, is that X"
     r"(?:\s+(?:right\s+now|for\s+now|so\s+far|at\s+this\s+point|at\s+the\s+moment))?(?:\s*,[^,.;!?\n]{1,60},)?\s+"
@@ -1142,7 +1163,7 @@ TENTATIVE = re.compile(
     # towards"), wondering, a condition on the agent's own reading ("if my reading of the code is right"), and a claim
     # named as a proposition ("the idea that X", "the hypothesis that X"): its own predicate decides, else put forward
     r"|\bit(?:'s|\s+is|\s+seems|\s+looks)\s+(?:quite\s+|entirely\s+|very\s+|at\s+least\s+)?(?:possible|conceivable|plausible)\s+"
-    r"(?:that\b|(?!(?:to|for|in|with|on|at|but|and)\b)(?=[\w`]))|\b(?:plausibly|conceivably|possibly)\b(?!\s+[\w-]+\))"
+    r"(?:that\b|(?!(?:to|for|in|with|on|at|but|and)\b)(?=[\w`]))|\b(?:plausibly|conceivably|possibly)\b(?!\s+[\w-]+\)|-\w)"
     r"|\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:\w+\s+)?(?:tempted|inclined)\s+to\s+(?:say|think|believe|blame|guess|suspect|"
     r"conclude)\b|\b(?:i|we)(?:'m|\s+am|\s+are|'re)?\s+lean(?:ing|s)?\s+(?:towards?|to)\b|\b(?:i|we)\s+(?:\w+\s+)?wonder\b"
     r"|\bif\s+(?:my|our)\s+(?:[\w-]+\s+){0,5}?(?:is|are)\s+(?:right|correct|accurate)\b|\bif\s+(?:i'm|i\s+am|we're|we\s+are)\s+"
@@ -1421,13 +1442,26 @@ class View:
 
 
 def views(statement: str) -> list[View]:
-    """The statement as written, without markup, and with code identifiers split."""
+    """The statement as written, without markup, with code identifiers split, and with a hard-wrapped paragraph's
+    lines joined (round 27: most phrasings stop at a line break, which a wrapped sentence holds mid-clause)."""
     found = [View(statement, tuple(range(len(statement))), statement)]
     for split in (False, True):
         view = _normalised(statement, split_identifiers=split)
         if view.text not in {v.text for v in found}:
             found.append(view)
+    joined = SOFT_WRAP.sub(" ", statement)  # same length: the offsets hold
+    if joined != statement:
+        view = _normalised(joined, split_identifiers=False)
+        found.append(View(view.text, view.origin, statement))
     return found
+
+
+#: A line break inside a paragraph's sentence: not after a blank line, a colon or a sentence's end, and not before a
+#: blank line, a list item, a quoted line, a code fence or a label ("Q:", "A:", "PS:", "EDIT —").
+SOFT_WRAP = re.compile(
+    r"(?<=[^\n:.!?])\n(?![ \t]*(?:\n|[-*\u2022>]|\d+[.)]\s|\(?[a-z0-9]\)\s|`{3}"
+    r"|[A-Za-z][\w-]{0,15}(?:\s[\w-]{1,15})?(?:\s*:|\s[-\u2013\u2014]+\s)))"
+)
 
 
 def _normalised(statement: str, *, split_identifiers: bool) -> View:
@@ -2012,7 +2046,11 @@ def _hypothetical(text: str, at: int) -> bool:
     begin, stop = _prose_sentence(text, at)
     sentence = text[begin:stop]
     supposes = _supposes(text, begin, sentence)
-    if (supposes or ONLY_IF.search(sentence)) and MODAL.search(sentence):
+    if supposes and MODAL.search(sentence):
+        return True
+    # "X would hold only if Y": a past "were" is no modal here ("counts a parameter only if it is tagged, so the shards
+    # were treated as replicas"; round 27)
+    if ONLY_IF.search(sentence) and any(m.group(0).lower() != "were" for m in MODAL.finditer(sentence)):
         return True
     if supposes and IF_THEN.search(sentence) and HEDGED_CONDITION.search(sentence):
         return True  # "If X (looks like it from line 83), then Y": a condition the agent only leans towards
@@ -2413,9 +2451,15 @@ def _proposition_denied(text: str, start: int, end: int | None = None) -> bool:
 SUBORDINATE_BEFORE_DENIAL = re.compile(r"\b(?:why|whether|how|where|when|if|explains?|explaining)\b", re.IGNORECASE)
 
 
+#: A parenthesis with a subject of its own after a match ("… so experts step ep x too far (dense params and ep=1 are
+#: fine)"; round 27): what it denies is its subject, not the match; one that points back ("(that's fine)") may be.
+ASIDE_OPEN = re.compile(r"\((?!\s*(?:it|that|this|which|these|those|they)\b)", re.IGNORECASE)
+
+
 def _denied_after(text: str, end: int) -> bool:
     after = text[end : end + DENIAL_REACH]
-    stop = DENIAL_BREAK.search(after)
+    stop = min((m for m in (DENIAL_BREAK.search(after), ASIDE_OPEN.search(after)) if m), key=lambda m: m.start(),
+               default=None)  # fmt: skip
     denial = DENIAL.search(after[: stop.start()] if stop else after)
     # round 24: … unless a clause of its own comes first
     return denial is not None and not SUBORDINATE_BEFORE_DENIAL.search(after, 0, denial.start())
@@ -2484,6 +2528,8 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
                 continue  # "…, reading torch's note as being about reproducibility. It isn't: …": the reading is wrong
             if _value_of_code(statement, match.start()):
                 continue  # "… bound to `train.deterministic`, which is false": a setting's value, not a verdict
+            if BARE_GRADE_WRONG.fullmatch(match.group(0).strip()) and BARE_GRADE_RIGHT.search(statement):
+                continue  # round 27: a list grading what the code does ("… divided by W. correct." / "… W/ep. wrong.")
             begin = _sentence_start(statement, match.start())
             local = (
                 (kind == "refutation" or DISMISSAL.fullmatch(match.group(0)) is not None)
@@ -2499,6 +2545,10 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
     return sorted(found, key=lambda w: w.start)
 
 
+#: A bare "wrong." ending a sentence or a list item, in a statement that also grades something "correct." in a sentence
+#: of its own: a list grading what the code does, not a verdict on the agent's claims.
+BARE_GRADE_WRONG = re.compile(r"[\W_]*wrong\s*[.!]?", re.IGNORECASE)
+BARE_GRADE_RIGHT = re.compile(r"(?:(?<=[.!?]\s)|(?<=\n))[\W_]*(?:correct|right|fine|ok)\s*[.!](?=\s|$)", re.IGNORECASE)
 #: A verdict drawn as a conclusion ("If X were the cause, a boundary resume would be exact, so it's not that"):
 #: a condition before it in its sentence is the argument, not a condition on the verdict.
 CONCLUSION = re.compile(r"(?:so|hence|therefore|thus)\b", re.IGNORECASE)
