@@ -131,19 +131,26 @@ RESUME_CANDIDATE = (
 def test_a_hypothesis_the_model_reads_as_withdrawn_loses_its_hypothesis_credit() -> None:
     """The rules read a candidate as put forward whatever follows it here; the model reads the null result and the
     refutation after it as its withdrawal. A candidate followed by a plan to check keeps its credit."""
-    rubric = _rubric(ENVS / "resume_skip_batches")
-    rules, judge = _judges()
     withdrawn = (
         RESUME_CANDIDATE + "\n\nChecked it: a straight run and a resumed one at GA=4 came out identical. So it isn't "
         "the skip count; back to the optimizer reload."
     )
-    alone = rules.judge(withdrawn, rubric)
+    planned = RESUME_CANDIDATE + " I'll log the sample indices to check."
+    _hypothesis_taken_back("resume_skip_batches", withdrawn, "withdrawn", planned)
+
+
+def _hypothesis_taken_back(folder: str, statement: str, stance: str, planned: str) -> None:
+    """The rules credit ``statement`` as a pre-run hypothesis and the whole judge takes that credit away, reading it
+    in ``stance``; the same hypothesis followed by a plan to check (``planned``) keeps its credit."""
+    rubric = _rubric(ENVS / folder)
+    rules, judge = _judges()
+    alone = rules.judge(statement, rubric)
     assert (alone.correct, alone.hypothesis) == (False, True)
-    verdict = judge.judge(withdrawn, rubric)
-    assert (verdict.correct, verdict.hypothesis, verdict.stance) == (False, False, "withdrawn")
-    assert "stance model reads it as withdrawn" in verdict.note
-    planned = judge.judge(RESUME_CANDIDATE + " I'll log the sample indices to check.", rubric)
-    assert (planned.correct, planned.hypothesis) == (False, True)
+    verdict = judge.judge(statement, rubric)
+    assert (verdict.correct, verdict.hypothesis, verdict.stance) == (False, False, stance)
+    assert f"stance model reads it as {stance}" in verdict.note
+    kept = judge.judge(planned, rubric)
+    assert (kept.correct, kept.hypothesis) == (False, True)
 
 
 BYPASS_PUT = (
@@ -157,20 +164,13 @@ def test_a_hypothesis_denied_in_a_later_sentence_loses_its_hypothesis_credit() -
     next; where they also read a concept of X denied in a later sentence and the model reads the statement as a
     denial, it is one. Neither alone: a plan to check keeps the credit, and so does a hypothesis whose later
     sentence the rules read as denied but the model does not (a phrasing's own negation)."""
-    rubric = _rubric(ENVS / "ddp_bypass_drift")
-    rules, judge = _judges()
     denied = (
         "I looked into the idea that " + BYPASS_PUT + " They are all-reduced: both backward passes are synchronised, "
         "I checked the hooks. Whatever makes the replicas drift, it is not a missing all-reduce on the consistency "
         "term."
     )
-    alone = rules.judge(denied, rubric)
-    assert (alone.correct, alone.hypothesis) == (False, True)
-    verdict = judge.judge(denied, rubric)
-    assert (verdict.correct, verdict.hypothesis, verdict.stance) == (False, False, "denied")
-    assert "stance model reads it as denied" in verdict.note
-    planned = judge.judge("My hypothesis: " + BYPASS_PUT + " I will dump per-rank gradients to check.", rubric)
-    assert (planned.correct, planned.hypothesis) == (False, True)
+    planned = "My hypothesis: " + BYPASS_PUT + " I will dump per-rank gradients to check."
+    _hypothesis_taken_back("ddp_bypass_drift", denied, "denied", planned)
     # the rules' half: a denial in a later sentence, not in the same one, and not of a concept also asserted
     put, later = Assertion(0, 10), Assertion(30, 40)
     assert _rejected_later("x" * 10 + ". Checked: " + "y" * 40, {"c": {"hypothesised": put, "denied": later}}, ["c"])
