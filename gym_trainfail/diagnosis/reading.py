@@ -185,6 +185,8 @@ _BACK_NOUN = (
     rf"(?:[\w\"'\u201c\u201d-]+\s+){{0,3}}?{_CLAIMS}"
 )
 _BACK = rf"(?:{_BACK_PRONOUN}|{_BACK_NOUN})"
+#: The verbs that take a claim back with "back" ("take it back", "walked back the claim", "pulling this back").
+_TAKE = r"(?:take|takes|taking|took|taken|walk|walks|walking|walked|pull|pulls|pulling|pulled)"
 #: Where a sentence starts for an elliptical verdict ("Not the cause.", "It isn't;"): after a full stop, a colon or
 #: a blank line, not at a line break inside a wrapped sentence ("… when split_batches is\n False.").
 _START = r"(?:^|(?<=[.!;:]\s)|(?<=[.!;:][\x22\u201d]\s)|(?<=\n\n)|(?<=\n)(?=[ \t]*[-*\u2022>]))"
@@ -239,12 +241,12 @@ RETRACTION = re.compile(
     r"|\bretracting\b|\b(?:striking|scratching|crossing\s+out)\s+(?:this|that|it|the\s+above)\b|(?:^|(?<=[.!?:]\s)|(?<=\n))[\W_]*(?:(?:i'm|i\s+am|we're|we\s+are)\s+)?(?:retract|withdraw)\b"
     r"|(?:^|(?<=[.!?:;]\s)|(?<=\n))[\W_]*(?:please\s+)?(?:disregard|ignore)(?:\s+(?:it|this|that|all\s+(?:of\s+)?(?:it|this|that)|"
     r"everything|the\s+above))?\s*(?=[.;:,!\u2014\u2013]|\s-\s|$)"
-    rf"|\b(?:take|takes|taking|took|taken|walk|walks|walking|walked)\s+{_BACK}\s+back\b"
-    # round 26: "PS -- I take back the paragraph above", "EDIT — I'm pulling this back"
-    rf"|\b(?:take|takes|taking|took|taken|walk|walks|walking|walked|pull|pulls|pulling|pulled)\s+back\s+(?:{_BACK}|"
+    # (round 26: "pull" too, and "back" before the object: "PS -- I take back the paragraph above", "EDIT — I'm pulling
+    # this back")
+    rf"|\b{_TAKE}\s+{_BACK}\s+back\b"
+    rf"|\b{_TAKE}\s+back\s+(?:{_BACK}|"
     r"(?:the|my|this|that|these|those)\s+(?:[\w-]+\s+){0,2}?(?:paragraphs?|section|message|post|bullets?|points?|summary)"
     r"(?:\s+(?:above|before|earlier))?)\b"
-    rf"|\b(?:pull|pulls|pulling|pulled)\s+{_BACK}\s+back\b"
     # round 27: "v2: I am withdrawing the v1 root cause"
     r"|\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:now\s+|hereby\s+|formally\s+)?(?:withdrawing|retracting)\b"
     r"(?:\s+(?:the|my|our|this|that|these|those|its|his|her|their)\b[^.;:!?\n]{0,80})?"  # … with what it names
@@ -2549,6 +2551,7 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
 #: of its own: a list grading what the code does, not a verdict on the agent's claims.
 BARE_GRADE_WRONG = re.compile(r"[\W_]*wrong\s*[.!]?", re.IGNORECASE)
 BARE_GRADE_RIGHT = re.compile(r"(?:(?<=[.!?]\s)|(?<=\n))[\W_]*(?:correct|right|fine|ok)\s*[.!](?=\s|$)", re.IGNORECASE)
+
 #: A verdict drawn as a conclusion ("If X were the cause, a boundary resume would be exact, so it's not that"):
 #: a condition before it in its sentence is the argument, not a condition on the verdict.
 CONCLUSION = re.compile(r"(?:so|hence|therefore|thus)\b", re.IGNORECASE)
