@@ -398,6 +398,8 @@ def test_an_action_gets_the_same_answer_in_process_and_over_the_server(idle: Ser
         remote = [env.step(action).observation["text"] for action in (cjk, over)]
     assert local[0] == remote[0] and not local[0].startswith("error")
     assert local[1] == remote[1] and local[1].startswith("error: the action is 2,500,0")
+    # The server closes the episode after the client left: its workspace moves off its disk area then.
+    wait_for(lambda: finishes(idle.runs / "size-rule" / "ledger.jsonl") == 1, "the served episode to close")
     for workspace in (Path(str(echo_env.run_dir)) / "workspace", idle.runs / "size-rule" / "workspace"):
         assert (workspace / "cjk.txt").read_text(encoding="utf-8") == "中" * 450_000
         assert not (workspace / "over.txt").exists()
