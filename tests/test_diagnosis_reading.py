@@ -17,7 +17,7 @@ import pytest
 from gym_trainfail.cases import load_case
 from gym_trainfail.diagnosis.fixtures import FixtureCheck, check_fixtures
 from gym_trainfail.diagnosis.judges import RubricJudge
-from gym_trainfail.diagnosis.reading import negations, views
+from gym_trainfail.diagnosis.reading import endorses, negations, views
 from gym_trainfail.diagnosis.rubric import Concept, Fixture, Rubric
 
 
@@ -1471,3 +1471,47 @@ def test_round_twenty_seven_numbered_hypotheses_asked_reports_and_withdrawing(
     statement: str, expected: bool, hypothesis: bool
 ) -> None:
     assert _credited(statement) == (expected, hypothesis)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # round 28: a single-quoted named story that "doesn't stand up" is rejected, like a double-quoted one
+        ("The '" + CLAIM + "' story doesn't stand up. The ranks agree.", False, False),
+        ("The \u2018" + CLAIM + "\u2019 theory does not hold.", False, False),
+        # attack: the agent's own diagnosis after a rejected quoted wrong story stands
+        ("The 'memory leak' story doesn't stand up. " + CORRECT, True, True),
+        # "instead of" / "rather than" negates its short object, not the predicate after it …
+        ("Sizing by the forward instead of the backward means " + CLAIM + ".", True, True),
+        ("Sizing by the forward rather than the backward means that " + CLAIM + ".", True, True),
+        # attack: … a negated predicate after it is still denied
+        ("Sizing by the forward instead of the backward does not mean " + CLAIM + ".", False, False),
+        # a "no" after an ellipsis corrects its own sentence, not the diagnosis before it …
+        (CORRECT + " The head's buffers are freed by the next step... no, they pile up until the step ends.", True,
+         True),
+        # attack: … and still takes back the claim in its own sentence
+        ("So " + CLAIM + "... no, it's a memory leak after all.", False, False),
+        # an elliptical answer under a hypothesis label is the hypothesis ("Working theory: it does not, so X") …
+        ("Plan: check whether the planner prices the head. Working theory: it does not, so " + CLAIM + ".", False,
+         True),
+        # attack: … one in a sentence of its own takes the hypothesis back
+        ("Working theory: " + CLAIM + ". It does not.", False, False),
+        # an elliptical denial of an "as if" supposition takes nothing back …
+        ("The planner doesn't account for the head: three buffers, while the checkpointed inputs stay live, as if the "
+         "head were free. It isn't: its backward holds the most.", True, True),
+        # attack: … one with no supposition before it takes the diagnosis back
+        (CORRECT + " It isn't: its backward holds the most.", False, False),
+    ],
+)  # fmt: skip
+def test_round_twenty_eight_stories_instead_of_self_corrections_and_suppositions(
+    statement: str, expected: bool, hypothesis: bool
+) -> None:
+    assert _credited(statement) == (expected, hypothesis)
+
+
+def test_round_twenty_eight_a_confirmation_on_a_condition_endorses_nothing_yet() -> None:
+    assert not endorses("If the trace peaks in the head, my guess — that " + CLAIM + " — is confirmed.")
+    assert not endorses("Hypothesis: " + CLAIM + ". If the trace peaks in the head, I agree with it.")
+    # attack: a confirmation said now still endorses
+    assert endorses("My guess — that " + CLAIM + " — is confirmed.")
+    assert endorses("Hypothesis: " + CLAIM + ". If anything, the trace confirmed it: I agree with it.")

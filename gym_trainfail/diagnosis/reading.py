@@ -113,7 +113,12 @@ CLAUSE_BREAK = re.compile(
     # round 18: a new subject with its own verb ("the fork is never entered and hidden dropout uses the default stream")
     r"|(?:[a-z_]+\s+){1,2}(?:uses|draws|gets|takes|reads|runs|keeps|stays|sees|applies|steps|holds|loads|calls|sits|repeats|"
     r"produces|returns|skips|falls|gives|makes|starts|ends|lands|comes|goes)\b)"
-    r"|(?<!\bnot\s)(?<!n't\s)(?<!\bnever\s)\b(?:because|since|while|whereas|when)\b",
+    r"|(?<!\bnot\s)(?<!n't\s)(?<!\bnever\s)\b(?:because|since|while|whereas|when)\b"
+    # round 28: "instead of" / "rather than" negates its short object, not the predicate after it ("Dividing by W/ep
+    # instead of W leaves a factor ep")
+    r"|\b(?:instead\s+of|rather\s+than)\s+[^\s,;:.!?]+(?:\s+[^\s,;:.!?]+){0,2}?\s+(?=(?:leaves|left|gives|gave|yields|"
+    r"yielded|makes|made|means|meant|produces|produced|inflates|inflated|multiplies|multiplied|scales|scaled|results\s+in|"
+    r"resulted\s+in|leads\s+to|led\s+to|causes|caused)\b)",
     re.IGNORECASE,
 )
 #: Where a clause ends for a known wrong explanation (commas do not end it).
@@ -405,9 +410,11 @@ REFUTATION = re.compile(
     r"under\s+(?:scrutiny|testing)|here|either)\s*)?(?=[.;:!,—–-]|$)"
     r"|\b(?:this|that|it)\s+(?:doesn't|does\s+not)\s+apply\b"
     # round 26: 'the "each rank clips its own shard by its own norm" story doesn't apply to our setup' (a named claim)
-    r"|\b(?:the|that|this|your|their|his|her)\s+(?:\x22[^\x22\n]{1,200}\x22|\u201c[^\u201d\n]{1,200}\u201d)\s+"
+    # round 28: single quotes too, and "doesn't stand up"
+    r"|\b(?:the|that|this|your|their|his|her)\s+(?:\x22[^\x22\n]{1,200}\x22|\u201c[^\u201d\n]{1,200}\u201d|'[^'\n]{1,200}'|"
+    r"\u2018[^\u2019\n]{1,200}\u2019)\s+"
     r"(?:theory|story|hypothesis|idea|claim|explanation|suggestion)\s+(?:doesn't|does\s+not|didn't|did\s+not|can't|cannot)\s+"
-    r"(?:apply|hold)\b"
+    r"(?:apply|hold|stand\s+up)\b"
     # round 8: "that worry doesn't hold", "so it wasn't that", "That can't be the drift then"
     r"|\b(?:that|this|the|my)\s+(?:worry|concern|theory|idea|hypothesis|explanation|reading|suspicion|guess)\s+"
     r"(?:doesn't|does\s+not|didn't|did\s+not)\s+hold\b"
@@ -552,8 +559,9 @@ WITHDRAWAL_END = re.compile(r"[;!?\n]|" + _ABBR + r"[.:](?=\s|$)|\s[-–—]+\s"
 # "!=" is an operator, not an exclamation
 SENTENCE_BREAK = re.compile(r"[!?](?!=)|\n|" + _ABBR + r"[.][\x22\u201d\u2019]*(?=\s|$)")
 #: A sentence that only supposes ("If …, … would", "Suppose …").
+# round 28: "If anything, …" conditions nothing
 CONDITIONAL = re.compile(
-    r"\W*(?:if|what\s+if|suppose|supposing|assuming|imagine|hypothetically|in\s+(?:principle|theory)|theoretically|"
+    r"\W*(?:if(?!\s+anything\b)|what\s+if|suppose|supposing|assuming|imagine|hypothetically|in\s+(?:principle|theory)|theoretically|"
     r"(?:had|were|should)\s+(?!(?:a|an|to)\b)\w)",
     re.IGNORECASE,
 )
@@ -1700,6 +1708,10 @@ def _endorsed(text: str, start: int, end: int, reach: int = 2) -> bool:
         before = text[max(0, found.start() - 24) : found.start()]
         if NEGATION.search(found.group(0)) or UNENDORSED.search(before):
             continue
+        # round 28: one promised on a condition ("If the ranks print different counts, my guess — that X — is
+        # confirmed") endorses nothing yet
+        if _on_condition(text, found.start()):
+            continue
         # round 18: agreeing with the other side of a dispute ("The author answered that …, and I agree with the
         # author — I don't think that's what's going on") refutes the claim in the same breath
         if REFUTATION.search(text, found.end(), _prose_sentence(text, found.end())[1]):
@@ -2500,6 +2512,10 @@ def _line_markup_start(text: str, at: int) -> int:
     return line if re.fullmatch(r"[ \t>*+\-\u2022\d.)]*", text[line:at]) else at
 
 
+#: A "no" that corrects the words just before it, after an ellipsis ("… by the next zero_grad... no, …").
+SELF_CORRECTION = re.compile(r"(?:\.{3}|\u2026)\s*(?P<no>no|nope)\b", re.IGNORECASE)
+
+
 def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> list[Withdrawal]:
     """The statement's withdrawals, in order: struck-through text takes back what it holds."""
     struck = zip(range(MAX_SCOPES), STRUCK.finditer(statement), strict=False)
@@ -2516,8 +2532,13 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
             wrong_only = any(p.search(target) for p in wrong_patterns)
             if _on_condition(statement, match.start()) and not CONCLUSION.match(match.group(0)):
                 continue  # a withdrawal promised on a condition ("If the one-rank run is off too, I'll drop this")
-            if _answers_a_question(statement, match):
-                continue  # "Q: Does anything complain?\nA: No." answers its question; it takes nothing back
+            if (
+                _answers_a_question(statement, match)
+                or _labelled_answer(statement, match)
+                or _denied_supposition(statement, match)
+            ):
+                continue  # "Q: Does anything complain?\nA: No." answers its question; it takes nothing back (nor does
+                # "Working theory: it does not, so X", nor "as if every rank had the same count. They don't")
             if GENERIC_NO_DIFFERENCE.search(match.group(0)) and WHEN_OPENING.match(
                 statement, _sentence_start(statement, match.start())
             ):
@@ -2533,6 +2554,12 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
             if BARE_GRADE_WRONG.fullmatch(match.group(0).strip()) and BARE_GRADE_RIGHT.search(statement):
                 continue  # round 27: a list grading what the code does ("… divided by W. correct." / "… W/ep. wrong.")
             begin = _sentence_start(statement, match.start())
+            # round 28: "… discarded by the next zero_grad... no, zero_grad doesn't even touch them": a "no" after
+            # an ellipsis corrects its own sentence, which the ellipsis did not end
+            elided = SELF_CORRECTION.search(statement, max(0, match.start() - 8), match.start() + 8)
+            if elided is not None and elided.start("no") == match.start():
+                found.append(Withdrawal(match.start(), reach, wrong_only, _sentence_start(statement, elided.start())))
+                continue
             local = (
                 (kind == "refutation" or DISMISSAL.fullmatch(match.group(0)) is not None)
                 and PREAMBLE.fullmatch(statement, begin, match.start()) is None
@@ -2615,6 +2642,36 @@ def _answers_a_question(text: str, match: re.Match[str]) -> bool:
     line = text.rfind("\n", 0, match.start()) + 1
     answer = QA_ANSWER_NO.match(text, line)
     return answer is not None and match.start() < answer.end()
+
+
+def _labelled_answer(text: str, match: re.Match[str]) -> bool:
+    """Whether ``match`` is the elliptical answer a hypothesis label puts forward ("… check whether it returns the
+    replicas on rank 1. Working theory: it does not, so …"; round 28): the hypothesis itself, not a retraction."""
+    begin = _sentence_start(text, match.start())
+    lead = text[begin : match.start()]
+    label = HYPOTHESIS_LABEL.match(text, begin + len(lead) - len(lead.lstrip()))
+    return label is not None and not text[label.end() : match.start()].strip()
+
+
+#: An elliptical denial ("They don't.", "It isn't:"), and a supposition it may answer ("as if every rank had the
+#: same count").
+ELLIPTICAL_DENIAL = re.compile(
+    r"[\W_]*(?:(?:but|and|so)\s+)?(?:it|that|this|they)\s+(?:isn't|is\s+not|wasn't|was\s+not|doesn't|does\s+not|didn't|"
+    r"did\s+not|aren't|are\s+not|don't|do\s+not|weren't|were\s+not)\W*",
+    re.IGNORECASE,
+)
+AS_IF = re.compile(r"\bas\s+(?:if|though)\b", re.IGNORECASE)
+
+
+def _denied_supposition(text: str, match: re.Match[str]) -> bool:
+    """Whether ``match`` is an elliptical denial of the supposition the sentence before it ends with ("Then the
+    averages are averaged, as if every pile had the same number of words. They don't: …"; round 28): it says the
+    supposition is false, which the writer never held, and takes nothing back."""
+    if not ELLIPTICAL_DENIAL.fullmatch(match.group(0)):
+        return False
+    begin = _sentence_start(text, match.start())
+    before = text[_sentence_start(text, max(0, begin - 1)) : begin]
+    return begin > 0 and AS_IF.search(before) is not None
 
 
 def _target(text: str, match: re.Match[str], reach: int) -> str:
