@@ -1515,3 +1515,32 @@ def test_round_twenty_eight_a_confirmation_on_a_condition_endorses_nothing_yet()
     # attack: a confirmation said now still endorses
     assert endorses("My guess — that " + CLAIM + " — is confirmed.")
     assert endorses("Hypothesis: " + CLAIM + ". If anything, the trace confirmed it: I agree with it.")
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # round 29: a quotation under a tracker's issue key is the ticket's claim …
+        ('From RLM-77: "' + CLAIM + '." I do not endorse it.', False, False),
+        # attack: … not one the writer quotes from their own note and confirms
+        ('My note in RLM-77: "' + CLAIM + '." The trace confirms it.', True, True),
+        # a "no" negates its noun: a negation after it that the phrasing is written with is not denied by it …
+        ("The planner has no margin and does not account for the head: three buffers, while the checkpointed inputs "
+         "stay live.", True, True),
+        # attack: … a "no" after a copula says what the subject is not, to the clause's end
+        ("The planner is no culprit and does not account for the head: three buffers, while the checkpointed inputs "
+         "stay live.", False, False),
+        # attack: … and a denial of the whole sentence still denies it
+        ("It is not true that the planner has no margin and does not account for the head: three buffers, while the "
+         "checkpointed inputs stay live.", False, False),
+    ],
+)  # fmt: skip
+def test_round_twenty_nine_issue_keys_and_nominal_negations(statement: str, expected: bool, hypothesis: bool) -> None:
+    assert _credited(statement) == (expected, hypothesis)
+
+
+def test_round_twenty_nine_nothing_confirmed_confirms_nothing() -> None:
+    assert not endorses("Odds before I dig in: ~65% " + CLAIM + ", ~35% other. Nothing confirmed; I'll print the tags.")
+    assert not endorses("Hypothesis: " + CLAIM + ". None confirmed so far.")
+    # attack: a confirmation said now still endorses
+    assert endorses("Hypothesis: " + CLAIM + ". Confirmed by the trace.")

@@ -89,6 +89,10 @@ NOT_NEGATION = re.compile(
     r"|\b(?:not|never|isn't|aren't|wasn't|weren't|doesn't|don't|didn't)\s+(?:\w+\s+){0,2}?until\b|\bnor\s+that\b"
     # … and a question's "or not" before its closing quote or mark ('the "skip this step or not" decision')
     r"|\bor\s+not\b(?=\s*[\x22\u201d'?)\]])"
+    # round 29: what ought to hold ("The replicas should never differ: …, so the only way for them to diverge is …")
+    # says nothing of what happens
+    r"|\b(?:should|must|ought\s+to|are\s+supposed\s+to|is\s+supposed\s+to)\s+(?:never|not)\b(?=\s+(?:differ|diverge|drift|"
+    r"disagree|change|move\s+apart|come\s+apart)\b)"
     # round 21: a noun restricted by a negated participle ("for any weight not marked as split it only counts rank 0's
     # copy"): the negation picks out which weights, it denies nothing the clause says
     r"|\b(?:any|every|each|all|a|the)\s+[\w-]+\s+(?:that\s+(?:is|are|was|were)\s+|which\s+(?:is|are)\s+)?not\s+[a-z]+ed\b"
@@ -1029,7 +1033,11 @@ def _sentences_after(text: str, stop: int, count: int) -> int:
 QUOTE_LABEL = re.compile(
     r"(?:^|(?<=\n)|(?<=[.!?;]\s))(?P<label>(?:[^\n.!?;:\x22\u201c]|[.:](?=\w)){2,100}?)(?:\s*:\s*|\s*\(\s*)(?=[\x22\u201c])"
 )
-LABEL_NAMES_OTHER = re.compile(rf"\b(?:{_PERSON}|{_DOCUMENT})\b|{_NAME}'s\b|#\s*\d+|@[A-Za-z][\w.-]+", re.IGNORECASE)
+#: (round 29: a tracker's issue key names a ticket too: 'From RLM-77: "…"')
+LABEL_NAMES_OTHER = re.compile(
+    rf"\b(?:{_PERSON}|{_DOCUMENT})\b|{_NAME}'s\b|#\s*\d+|@[A-Za-z][\w.-]+|(?-i:\b[A-Z]{{2,}}[A-Z0-9]*-\d{{2,}}\b)",
+    re.IGNORECASE,
+)
 #: A label that points back at a claim the sentence before it named ("I don't agree with the previous agent's
 #: conclusion. For the record, it was: "…""): the quotation is that claim.
 ANAPHORIC_LABEL = re.compile(
@@ -1106,7 +1114,8 @@ ENDORSEMENT = re.compile(
     r"|\b(?:i|we)\s+(?:\w+\s+)?(?:confirmed|verified|reproduced|can\s+confirm)\s+(?:it|this|that|the\s+\w+)\b"
     r"|\bwhich\s+(?:checks\s+out|i\s+(?:confirmed|verified|reproduced)|holds\s+(?:up|true)|matches\s+what)\b"
     # round 22: not a confirmation promised ("To be confirmed with a 2-process run: I believe X")
-    r"|\b(?:checks|checked)\s+out\b|(?<!\bbe\s)(?<!\bbeen\s)(?<!\bnot\s)(?<!\byet\s)\bconfirmed\b|\bbears?\s+(?:it|this|that)\s+out\b|\bbore\s+(?:it|this|that)\s+out\b"
+    # (round 29: not "Nothing confirmed", "none confirmed")
+    r"|\b(?:checks|checked)\s+out\b|(?<!\bbe\s)(?<!\bbeen\s)(?<!\bnot\s)(?<!\byet\s)(?<!\bnothing\s)(?<!\bnone\s)\bconfirmed\b|\bbears?\s+(?:it|this|that)\s+out\b|\bbore\s+(?:it|this|that)\s+out\b"
     r"|\b(?:probe|run|trace|numbers|counts|logs?|checkpoints?|masks|test|experiment|measurement|output|data|digests?)\s+"
     r"(?:\w+\s+){0,2}?(?:confirms?|bears?\s+(?:it|this|that)\s+out|shows?\s+exactly\s+(?:that|this))\b",
     re.IGNORECASE,
@@ -1374,7 +1383,7 @@ UNVERIFIED = re.compile(
 #: A confirmation after a hypothesis ("Confirmed:", "the probe confirms it", "as predicted"): what was
 #: put forward before it is asserted.
 CONFIRMATION = re.compile(
-    r"(?<!\bnot\s)(?<!n't\s)(?<!\bbe\s)(?<!\bbeen\s)(?<!\bif\s)(?<!\bonce\s)(?<!\buntil\s)(?<!\bunless\s)(?<!\bwhen\s)"
+    r"(?<!\bnot\s)(?<!n't\s)(?<!\bnothing\s)(?<!\bnone\s)(?<!\bbe\s)(?<!\bbeen\s)(?<!\bif\s)(?<!\bonce\s)(?<!\buntil\s)(?<!\bunless\s)(?<!\bwhen\s)"
     r"(?<!\bnever\s)(?<!\byet\s)(?<!\bto\s)(?<!\bnot\s\w{3}\s)\b(?:confirmed|verified)\b(?!\s+(?:whether|if|yet)\b)"
     r"|\b(?:probe|run|rerun|trace|numbers|counts|logs?|checkpoints?|masks|test|experiment|measurement|output|data|"
     r"digests?|profile|printout|diff|comparison|dumps?|checks?|plots?|curves?)\s+(?:\w+\s+){0,2}?(?<!\bto\s)(?:confirms|supports|"
@@ -2023,15 +2032,29 @@ def _broken_inside(match: re.Match[str], *, wrong: bool) -> bool:
     return (WRONG_BREAK if wrong else CLAUSE_BREAK).search(text, first.end() if first else 0) is not None
 
 
+#: A copula before a "no" ("is no culprit" says what its subject is not).
+COPULA_END = re.compile(r"\b(?:is|are|was|were|be|been|being|'s|'re)\s+$", re.IGNORECASE)
+#: The auxiliary a negation leans on, and the space before it ("… and are never", "… and does not").
+AUXILIARY_END = re.compile(
+    r"(?:\s+(?:do|does|did|is|are|was|were|has|have|had|can|could|will|would))?\s*$", re.IGNORECASE
+)
+
+
 def _negated_inside(pattern: re.Pattern[str], match: re.Match[str], *, wrong: bool) -> bool:
     """Whether a negation word inside the match negates it: the match needs the words of the
     negation's clause (it does not survive with that clause blanked out) but not the negation word
     itself (it survives with only the word blanked out: the phrasing was not written with it)."""
     text = match.group(0)
     breaks = WRONG_BREAK if wrong else CLAUSE_BREAK
-    for negation in negations(text):
+    found = list(negations(text))
+    for i, negation in enumerate(found):
         stop = breaks.search(text, negation.end())
         clause_end = stop.start() if stop else len(text)
+        # round 29: a "no" negates its noun, and its clause ends at the next negation, which the phrasing may be
+        # written with ("… stale: they receive no gradients and are never stepped" denies no "never stepped")
+        nominal = negation.group(0).lower() == "no" and not COPULA_END.search(text, 0, negation.start())
+        if nominal and i + 1 < len(found):
+            clause_end = min(clause_end, len(AUXILIARY_END.sub("", text[: found[i + 1].start()])))
         if _survives(pattern, text, negation.start(), clause_end):
             continue  # the claim stands without the negated clause: "averaging, not summing, over its own"
         if not _survives(pattern, text, negation.start(), negation.end()):
