@@ -199,6 +199,15 @@ _TAKE = r"(?:take|takes|taking|took|taken|walk|walks|walking|walked|pull|pulls|p
 #: Where a sentence starts for an elliptical verdict ("Not the cause.", "It isn't;"): after a full stop, a colon or
 #: a blank line, not at a line break inside a wrapped sentence ("… when split_batches is\n False.").
 _START = r"(?:^|(?<=[.!;:]\s)|(?<=[.!;:][\x22\u201d]\s)|(?<=\n\n)|(?<=\n)(?=[ \t]*[-*\u2022>]))"
+#: An elliptical answer's words ("It isn't", "but they don't"), for a retraction and for what it may answer.
+_ELLIPTICAL = (
+    r"[\W_]*(?:(?:but|and|so)\s+)?(?:it|that|this|they)\s+(?:isn't|is\s+not|wasn't|was\s+not|doesn't|does\s+not|didn't|"
+    r"did\s+not|aren't|are\s+not|don't|do\s+not|weren't|were\s+not)"
+)
+#: A claim in double quotes, named as a story or an idea ('the "X" story', 'ruled out the "X" idea').
+_QUOTED = r"(?:\x22[^\x22\n]{1,200}\x22|\u201c[^\u201d\n]{1,200}\u201d)"
+#: What makes a "confirmed" no confirmation yet: "not", "nothing", "none", "(to) be", "been", "yet" before it.
+_UNCONFIRMED = r"(?<!\bnot\s)(?<!\bnothing\s)(?<!\bnone\s)(?<!\bbe\s)(?<!\bbeen\s)(?<!\byet\s)"
 #: An experiment that changed nothing ("made no difference", "unchanged", "still differ by the same amount",
 #: "same failure"): a verdict after it in its sentence is about the hypothesis the experiment tested.
 NULL_RESULT = re.compile(
@@ -339,8 +348,8 @@ REFUTATION = re.compile(
     r"|\b(?:and\s+)?(?:i|we)?\s*reject(?:ed)?\s+(?:it|this|that|them)\s*(?=[.;!\n]|$)"
     rf"|{_NOT_PLANNED}\brul(?:e|es|ed|ing)\s+the\s+(?:[\w-]+\s+){{0,2}}?[\w-]+\s+out\b"
     # round 27: 'Ruled out the "optimizer holds the pre-shard root params" idea: …' (a named claim after "ruled out")
-    rf"|{_NOT_PLANNED}\brul(?:e|es|ed|ing)\s+out\s+(?:the|that|this|my|our|their|his|her)\s+(?:\x22[^\x22\n]{{1,200}}\x22\s+"
-    rf"|\u201c[^\u201d\n]{{1,200}}\u201d\s+)(?:[\w-]+\s+){{0,2}}?{_CLAIMS}\b"
+    rf"|{_NOT_PLANNED}\brul(?:e|es|ed|ing)\s+out\s+(?:the|that|this|my|our|their|his|her)\s+{_QUOTED}\s+"
+    rf"(?:[\w-]+\s+){{0,2}}?{_CLAIMS}\b"
     r"|\b(?:point|item|step|bullet|note|line|claim)\s*#?\d{1,2}\s+(?:is|was)\s+(?:wrong|incorrect|false|mistaken)\b"
     # round 18: "So not that — back to looking at the engine."
     rf"|{_START}[\W_]*(?:so|hence|thus|therefore)\s*,?\s+not\s+(?:that|it|this)\s*(?=[.;!\u2014\u2013]|\s-+\s|$)"
@@ -415,8 +424,7 @@ REFUTATION = re.compile(
     r"|\b(?:this|that|it)\s+(?:doesn't|does\s+not)\s+apply\b"
     # round 26: 'the "each rank clips its own shard by its own norm" story doesn't apply to our setup' (a named claim)
     # round 28: single quotes too, and "doesn't stand up"
-    r"|\b(?:the|that|this|your|their|his|her)\s+(?:\x22[^\x22\n]{1,200}\x22|\u201c[^\u201d\n]{1,200}\u201d|'[^'\n]{1,200}'|"
-    r"\u2018[^\u2019\n]{1,200}\u2019)\s+"
+    rf"|\b(?:the|that|this|your|their|his|her)\s+(?:{_QUOTED}|'[^'\n]{{1,200}}'|\u2018[^\u2019\n]{{1,200}}\u2019)\s+"
     r"(?:theory|story|hypothesis|idea|claim|explanation|suggestion)\s+(?:doesn't|does\s+not|didn't|did\s+not|can't|cannot)\s+"
     r"(?:apply|hold|stand\s+up)\b"
     # round 8: "that worry doesn't hold", "so it wasn't that", "That can't be the drift then"
@@ -494,8 +502,7 @@ REFUTATION = re.compile(
     r"after|for|in|on|by|with|given|from)\b)[\w-]+))\b"
     # … an elliptical answer that takes back what came before ("It isn't;", "Not the cause.", "Wrong, as far as I can
     # tell.", "Definitely not."): not after a question, which it answers instead; "None of that happens"
-    rf"|{_START}[\W_]*(?:(?:but|and|so)\s+)?(?:it|that|this|they)\s+(?:isn't|is\s+not|wasn't|was\s+not|doesn't|"
-    r"does\s+not|didn't|did\s+not|aren't|are\s+not|don't|do\s+not|weren't|were\s+not)\s*(?=[.;:!,\u2014\u2013]|\s-\s|$)"
+    rf"|{_START}{_ELLIPTICAL}\s*(?=[.;:!,\u2014\u2013]|\s-\s|$)"
     rf"|{_START}[\W_]*(?:(?:definitely|certainly|clearly|absolutely|obviously|surely|so|then|also)\s+)?not\s+"
     r"(?:(?:the|a|our)\s+(?:root\s+|real\s+|actual\s+)?(?:cause|culprit|problem|issue|bug|explanation|reason|mechanism)|that|"
     rf"this)(?:\s+(?:then|either|after\s+all))?\s*(?=[.!;,\n]|$)|{_START}[\W_]*(?:definitely|certainly|clearly|absolutely|obviously|surely)\s+"
@@ -1115,7 +1122,7 @@ ENDORSEMENT = re.compile(
     r"|\bwhich\s+(?:checks\s+out|i\s+(?:confirmed|verified|reproduced)|holds\s+(?:up|true)|matches\s+what)\b"
     # round 22: not a confirmation promised ("To be confirmed with a 2-process run: I believe X")
     # (round 29: not "Nothing confirmed", "none confirmed")
-    r"|\b(?:checks|checked)\s+out\b|(?<!\bbe\s)(?<!\bbeen\s)(?<!\bnot\s)(?<!\byet\s)(?<!\bnothing\s)(?<!\bnone\s)\bconfirmed\b|\bbears?\s+(?:it|this|that)\s+out\b|\bbore\s+(?:it|this|that)\s+out\b"
+    rf"|\b(?:checks|checked)\s+out\b|{_UNCONFIRMED}\bconfirmed\b|\bbears?\s+(?:it|this|that)\s+out\b|\bbore\s+(?:it|this|that)\s+out\b"
     r"|\b(?:probe|run|trace|numbers|counts|logs?|checkpoints?|masks|test|experiment|measurement|output|data|digests?)\s+"
     r"(?:\w+\s+){0,2}?(?:confirms?|bears?\s+(?:it|this|that)\s+out|shows?\s+exactly\s+(?:that|this))\b",
     re.IGNORECASE,
@@ -1383,8 +1390,8 @@ UNVERIFIED = re.compile(
 #: A confirmation after a hypothesis ("Confirmed:", "the probe confirms it", "as predicted"): what was
 #: put forward before it is asserted.
 CONFIRMATION = re.compile(
-    r"(?<!\bnot\s)(?<!n't\s)(?<!\bnothing\s)(?<!\bnone\s)(?<!\bbe\s)(?<!\bbeen\s)(?<!\bif\s)(?<!\bonce\s)(?<!\buntil\s)(?<!\bunless\s)(?<!\bwhen\s)"
-    r"(?<!\bnever\s)(?<!\byet\s)(?<!\bto\s)(?<!\bnot\s\w{3}\s)\b(?:confirmed|verified)\b(?!\s+(?:whether|if|yet)\b)"
+    rf"{_UNCONFIRMED}(?<!n't\s)(?<!\bif\s)(?<!\bonce\s)(?<!\buntil\s)(?<!\bunless\s)(?<!\bwhen\s)"
+    r"(?<!\bnever\s)(?<!\bto\s)(?<!\bnot\s\w{3}\s)\b(?:confirmed|verified)\b(?!\s+(?:whether|if|yet)\b)"
     r"|\b(?:probe|run|rerun|trace|numbers|counts|logs?|checkpoints?|masks|test|experiment|measurement|output|data|"
     r"digests?|profile|printout|diff|comparison|dumps?|checks?|plots?|curves?)\s+(?:\w+\s+){0,2}?(?<!\bto\s)(?:confirms|supports|"
     r"supported|confirm\s+(?:it|this|that)|support\s+(?:it|this|that)|bears?\s+(?:it|this|that)\s+out|bore\s+(?:it|this|that)\s+"
@@ -2614,11 +2621,7 @@ GENERIC_NO_DIFFERENCE = re.compile(r"\bmakes?\s+no\s+(?:\w+\s+)?(?:difference|ch
 #: state a condition, they judge nothing.
 SUBORDINATE_BEFORE = re.compile(r"\b(?:when|whenever|if|while|unless|once|where)\s+$", re.IGNORECASE)
 #: An elliptical "it isn't" / "they don't" …
-ELLIPTICAL = re.compile(
-    r"[\W_]*(?:(?:but|and|so)\s+)?(?:it|that|this|they)\s+(?:isn't|is\s+not|wasn't|was\s+not|doesn't|does\s+not|didn't|"
-    r"did\s+not|aren't|are\s+not|don't|do\s+not|weren't|were\s+not)\s*",
-    re.IGNORECASE,
-)
+ELLIPTICAL = re.compile(_ELLIPTICAL + r"\s*", re.IGNORECASE)
 #: … after what the code should do: it says the code does not, not that a claim is false.
 OBLIGATION = re.compile(
     r"\b(?:should|ought\s+to|(?:is|are)\s+supposed\s+to|must|needs?\s+to|meant\s+to|expected\s+to)\b", re.IGNORECASE
@@ -2676,13 +2679,7 @@ def _labelled_answer(text: str, match: re.Match[str]) -> bool:
     return label is not None and not text[label.end() : match.start()].strip()
 
 
-#: An elliptical denial ("They don't.", "It isn't:"), and a supposition it may answer ("as if every rank had the
-#: same count").
-ELLIPTICAL_DENIAL = re.compile(
-    r"[\W_]*(?:(?:but|and|so)\s+)?(?:it|that|this|they)\s+(?:isn't|is\s+not|wasn't|was\s+not|doesn't|does\s+not|didn't|"
-    r"did\s+not|aren't|are\s+not|don't|do\s+not|weren't|were\s+not)\W*",
-    re.IGNORECASE,
-)
+#: A supposition an elliptical denial may answer ("as if every rank had the same count. They don't").
 AS_IF = re.compile(r"\bas\s+(?:if|though)\b", re.IGNORECASE)
 
 
@@ -2690,7 +2687,7 @@ def _denied_supposition(text: str, match: re.Match[str]) -> bool:
     """Whether ``match`` is an elliptical denial of the supposition the sentence before it ends with ("Then the
     averages are averaged, as if every pile had the same number of words. They don't: …"; round 28): it says the
     supposition is false, which the writer never held, and takes nothing back."""
-    if not ELLIPTICAL_DENIAL.fullmatch(match.group(0)):
+    if not ELLIPTICAL.fullmatch(match.group(0)):
         return False
     begin = _sentence_start(text, match.start())
     before = text[_sentence_start(text, max(0, begin - 1)) : begin]
