@@ -1544,3 +1544,112 @@ def test_round_twenty_nine_nothing_confirmed_confirms_nothing() -> None:
     assert not endorses("Hypothesis: " + CLAIM + ". None confirmed so far.")
     # attack: a confirmation said now still endorses
     assert endorses("Hypothesis: " + CLAIM + ". Confirmed by the trace.")
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # round 30: a part of the statement taken back by name, "above" after it …
+        (CORRECT + "\n\nPS - I take the summary above back. Posted too early, treat it as not said.", False, False),
+        # attack: … "back" in the mechanism's own words takes nothing back
+        (CORRECT + " The allocator gives the summary buffers back only at the end of the step.", True, True),
+        # an assistant named bare, with when it answered, owns its answer …
+        ("ChatGPT's answer when I pasted the code: " + CLAIM + ". I'm not taking it as the diagnosis.", False, False),
+        # … and so does one asked about something, with no "I" before "asked"
+        ("Asked an LLM about the OOM and it said " + CLAIM + ". I'm not relying on it.", False, False),
+        # attack: … one the writer agrees with is the writer's
+        ("ChatGPT's answer when I pasted the code: " + CLAIM + ". I agree, and the trace confirms it.", True, True),
+        # agreeing with one party against the one whose claim was quoted endorses nothing …
+        ('Reviewer comment on PR #57: "' + CLAIM + '." The author replied that the reviewer is mistaken, and having '
+         "read both sides I agree with the author, not the reviewer.", False, False),
+        # attack: … agreeing with the quoted reviewer endorses the claim
+        ('Reviewer comment on PR #57: "' + CLAIM + '." The author replied that the reviewer is mistaken, but having '
+         "read both sides I agree with the reviewer.", True, True),
+    ],
+)  # fmt: skip
+def test_round_thirty_parts_taken_back_assistants_and_contrastive_agreement(
+    statement: str, expected: bool, hypothesis: bool
+) -> None:
+    assert _credited(statement) == (expected, hypothesis)
+
+
+def test_round_thirty_a_predicate_in_code_called_a_test_refutes_nothing() -> None:
+    code = ("The planner doesn't account for the head: the `is_head(p) or rank == 0` test excludes them, three "
+            "buffers, while the checkpointed inputs stay live.")  # fmt: skip
+    assert _credited(code) == (True, True)
+    # attack: a test the agent ran still rules the idea out
+    assert _credited(CORRECT + " The rerun excludes it.") == (False, False)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # round 30: an elliptical negative answer that echoes the negated verb phrase before it takes nothing back …
+        ("Three buffers pile up while the checkpointed inputs stay live; the planner misses the head because its price "
+         "does not include the backward. It doesn't, because static_peak() stops at the forward.", True),
+        # attack: … one after a positive last clause answers it, and takes the diagnosis back
+        ("The planner doesn't account for the head, so three buffers pile up while the checkpointed inputs stay "
+         "live. They don't: I traced it.", False),
+        # attack: … and one whose auxiliary differs from the negation's answers something else
+        ("The planner doesn't account for the head: three buffers, while the checkpointed inputs stay live. They "
+         "aren't.", False),
+    ],
+)  # fmt: skip
+def test_round_thirty_an_elliptical_echo_of_a_negation(statement: str, expected: bool) -> None:
+    assert _credited(statement)[0] is expected
+
+
+#: A rubric in the shape of the scheduler case, for what a fix says ought not to happen.
+PREPARED = dataclasses.replace(
+    RUBRIC,
+    concepts=(
+        _concept("prepared", r"\bscheduler\b[^.;]{0,30}?\bgo(?:es)?\s+through\s+accelerator\.prepare"),
+        _concept("per process", r"\bnum_processes\s+times\b"),
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # round 30: what a fix says ought not to be done denies nothing the code does …
+        ("The scheduler shouldn't go through accelerator.prepare(). When it does, Accelerate steps it num_processes "
+         "times per update.", True),
+        # attack: … a hedged verdict with "shouldn't be" still denies
+        ("The scheduler goes through accelerator.prepare() and is stepped num_processes times per update, but that "
+         "shouldn't be the cause.", False),
+        # attack: … and a plain negation still denies
+        ("The scheduler does not go through accelerator.prepare(), so nothing steps it num_processes times.", False),
+    ],
+)  # fmt: skip
+def test_round_thirty_what_ought_not_to_be_done_denies_nothing(statement: str, expected: bool) -> None:
+    assert RULES.judge(statement, PREPARED).correct is expected
+
+
+#: A rubric whose effect is entailed, in the shape of the tensor-parallel clipping case.
+DRIFTING = dataclasses.replace(
+    RUBRIC,
+    concepts=(_concept("unclipped", r"\brank\s+1\s+never\s+scales\b"),),
+    entailed=(_concept("drift", r"\bdrift\w*\s+from\s+rank\s+0"),),
+)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # round 30: "instead of" negates its short object, not a second predicate after "and" …
+        ("Rank 1 never scales the replicas; its masters move by lr*g instead of lr*g*c/n and drift from rank 0's.",
+         True),
+        # attack: … a negation of that predicate still denies it
+        ("Rank 1 never scales the replicas; its masters move by lr*g, but they don't drift from rank 0's.", False),
+    ],
+)  # fmt: skip
+def test_round_thirty_instead_of_then_a_second_predicate(statement: str, expected: bool) -> None:
+    assert RULES.judge(statement, DRIFTING).correct is expected
+
+
+def test_round_thirty_what_someone_wants_done_is_their_proposal() -> None:
+    # round 30: a wrong explanation someone wants acted on is theirs, and spoils nothing …
+    assert _credited("Jonas wants to treat it as a memory leak. " + CORRECT + " Restarting won't help.") == (True, True)
+    # attack: … one the writer states is the writer's
+    assert _credited("Jonas was right: it is a memory leak. " + CORRECT) == (False, False)

@@ -93,6 +93,11 @@ NOT_NEGATION = re.compile(
     # says nothing of what happens
     r"|\b(?:should|must|ought\s+to|are\s+supposed\s+to|is\s+supposed\s+to)\s+(?:never|not)\b(?=\s+(?:differ|diverge|drift|"
     r"disagree|change|move\s+apart|come\s+apart)\b)"
+    # round 30: … and what ought not to be done ("The scheduler shouldn't go through accelerator.prepare(). When it
+    # does, …"): a fix, which denies nothing it says the code does; not a hedged verdict ("… shouldn't be the cause",
+    # "… should not matter")
+    r"|\b(?:shouldn't|should\s+not|mustn't|must\s+not)\b(?!\s+(?:\w+\s+)?(?:be|been|matter|affect|make|cause|explain|change|"
+    r"have|happen|break|hurt|impact|influence|differ|apply|show|see|need)\b)"
     # round 21: a noun restricted by a negated participle ("for any weight not marked as split it only counts rank 0's
     # copy"): the negation picks out which weights, it denies nothing the clause says
     r"|\b(?:any|every|each|all|a|the)\s+[\w-]+\s+(?:that\s+(?:is|are|was|were)\s+|which\s+(?:is|are)\s+)?not\s+[a-z]+ed\b"
@@ -122,7 +127,10 @@ CLAUSE_BREAK = re.compile(
     # instead of W leaves a factor ep")
     r"|\b(?:instead\s+of|rather\s+than)\s+[^\s,;:.!?]+(?:\s+[^\s,;:.!?]+){0,2}?\s+(?=(?:leaves|left|gives|gave|yields|"
     r"yielded|makes|made|means|meant|produces|produced|inflates|inflated|multiplies|multiplied|scales|scaled|results\s+in|"
-    r"resulted\s+in|leads\s+to|led\s+to|causes|caused)\b)",
+    r"resulted\s+in|leads\s+to|led\s+to|causes|caused)\b"
+    # round 30: … nor a second predicate after "and" ("the masters move by lr*g instead of lr*g*c/n and drift from
+    # rank 0's")
+    r"|and\s+(?:then\s+)?(?:drift|diverge|differ|move|end|fall|come|stay|get|become|lag|update|step|leave)\w*\b)",
     re.IGNORECASE,
 )
 #: Where a clause ends for a known wrong explanation (commas do not end it).
@@ -196,6 +204,11 @@ _BACK_NOUN = (
 _BACK = rf"(?:{_BACK_PRONOUN}|{_BACK_NOUN})"
 #: The verbs that take a claim back with "back" ("take it back", "walked back the claim", "pulling this back").
 _TAKE = r"(?:take|takes|taking|took|taken|walk|walks|walking|walked|pull|pulls|pulling|pulled)"
+#: A part of the agent's own text, named to take it back ("the paragraph above", "my summary").
+_PART = (
+    r"(?:the|my|this|that|these|those)\s+(?:[\w-]+\s+){0,2}?(?:paragraphs?|section|message|post|bullets?|points?|summary)"
+    r"(?:\s+(?:above|before|earlier))?"
+)
 #: Where a sentence starts for an elliptical verdict ("Not the cause.", "It isn't;"): after a full stop, a colon or
 #: a blank line, not at a line break inside a wrapped sentence ("… when split_batches is\n False.").
 _START = r"(?:^|(?<=[.!;:]\s)|(?<=[.!;:][\x22\u201d]\s)|(?<=\n\n)|(?<=\n)(?=[ \t]*[-*\u2022>]))"
@@ -261,10 +274,10 @@ RETRACTION = re.compile(
     r"everything|the\s+above))?\s*(?=[.;:,!\u2014\u2013]|\s-\s|$)"
     # (round 26: "pull" too, and "back" before the object: "PS -- I take back the paragraph above", "EDIT — I'm pulling
     # this back")
-    rf"|\b{_TAKE}\s+{_BACK}\s+back\b"
-    rf"|\b{_TAKE}\s+back\s+(?:{_BACK}|"
-    r"(?:the|my|this|that|these|those)\s+(?:[\w-]+\s+){0,2}?(?:paragraphs?|section|message|post|bullets?|points?|summary)"
-    r"(?:\s+(?:above|before|earlier))?)\b"
+    # (round 30: the part named in either order: "I take the summary above back. Posted too early, treat it as not
+    # said")
+    rf"|\b{_TAKE}\s+(?:{_BACK}|{_PART})\s+back\b|\b{_TAKE}\s+back\s+(?:{_BACK}|{_PART})\b"
+    r"|\btreat\s+(?:it|this|that|them|the\s+above)\s+as\s+(?:not\s+said|unsaid|not\s+written|void|withdrawn|retracted)\b"
     # round 27: "v2: I am withdrawing the v1 root cause"
     r"|\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:now\s+|hereby\s+|formally\s+)?(?:withdrawing|retracting)\b"
     r"(?:\s+(?:the|my|our|this|that|these|those|its|his|her|their)\b[^.;:!?\n]{0,80})?"  # … with what it names
@@ -410,7 +423,9 @@ REFUTATION = re.compile(
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:ruled\s+out|rejected|disproved|disproven|refuted|excluded|eliminated|falsified|"
     r"debunked|dismissed)\b(?=\s+(?:after|by|once|when|because|since|given|on|following|via|with)\b)"
     r"|\bnothing\s+(?:changed|improved|moved|happened)\b|\b(?:so|then)\s*,?\s+(?:no|nope)\s*(?=[.!;]|$)"
-    r"|\b(?:probe|run|rerun|trace|numbers|counts|logs?|test|experiment|measurement|data|dump|check|diff)\s+(?:\w+\s+)?(?:killed|sank|"
+    # (round 30: not a predicate in code called a test: "the `is_model_parallel_parameter(p) or rank == 0` test excludes
+    # them" says which parameters the code leaves out)
+    r"|(?<![`)]\s)\b(?:probe|run|rerun|trace|numbers|counts|logs?|test|experiment|measurement|data|dump|check|diff)\s+(?:\w+\s+)?(?:killed|sank|"
     r"sunk|buried|refuted|disproved|falsified|debunked|rules?\s+out|ruled\s+out|excludes?|excluded|contradicts?|contradicted)\s+"
     r"(?:it|this|that|them|the\s+(?:idea|theory|hypothesis|claim|explanation))\b"
     r"|\bverdict\b[^.;:\n]{0,40}:\s*(?:false|wrong|no|rejected|refuted|ruled\s+out|not\s+it)\b"
@@ -468,6 +483,10 @@ REFUTATION = re.compile(
     # round 2, one class each: an anaphor that cannot be ("That can't be, because …", "this cannot be what happens
     # here"; not "it can't be that X", a denial of X), is not so / not happening, does not hold / happen (at the end
     # of its clause: "it doesn't happen for the last micro-batch" is a claim)
+    # (round 30: and one that ought not to be the cause: "… , but that shouldn't be the cause"; not "It shouldn't be:
+    # …", which says the code does what it ought not to)
+    r"|\b(?:that|this|which)\s+(?:shouldn't|should\s+not)\s+be\s+(?:the\s+(?:cause|culprit|reason|problem|issue|bug|"
+    r"explanation)|it|an?\s+(?:issue|problem))\b"
     r"|\b(?:that|this|it|which)\s+(?:can't|cannot|can\s+not|couldn't|could\s+not)\s+(?:possibly\s+)?be\b(?!\s+(?:that|ruled|excluded|"
     r"the\s+case\s+that)\b)(?=\s*(?:[,.;:!?\u2014\u2013)]|\s-\s|$|because|since|as\b|given|what|how|right|true|correct|so\b|it\b|"
     r"here|the\s+(?:case|cause|reason|problem|issue|explanation|culprit|bug|mechanism|story|term|source|factor|thing|part|piece|"
@@ -798,6 +817,8 @@ _WHEN = r"(?:last\s+\w+'s|yesterday's|previous|earlier)"
 #: Someone other than the agent as a subject ("Priya", "a colleague", "the previous on-call", "the ticket").
 _OTHER = (
     rf"(?:(?:{_NAME}|(?:he|she|they|someone|somebody|people|others|everyone)|"
+    # round 30: an assistant named bare ("ChatGPT's answer when I pasted the code: X"; "ChatGPT" is no _NAME)
+    r"(?:chatgpt|gpt-?\d[\w.]*|claude|gemini|copilot)\b|"
     rf"(?:a|an|one|another|my|our|the|some|their|his|her|this|that|{_WHEN})\s+(?:[\w-]+\s+){{0,2}}?{_PERSON}"
     rf"|(?:a|an|one|another|the|some|their|his|her|this|that|{_WHEN})\s+(?:[#\w.-]+\s+){{0,3}}?{_DOCUMENT}(?:\s*\([^()\n]{{1,40}}\))?"
     # a numbered report ("Issue #23986 says", "PR 8624 claims")
@@ -819,6 +840,8 @@ _REPORT = (
     r"wrote|writes|reports?|reported|asserts?|asserted|states?|stated|maintains?|maintained|contends?|contended|"
     r"hypothesi[sz]e[sd]?|suspects?|suspected|mentions?|mentioned|posted|posits?|posited|concludes?|concluded|"
     r"speculates?|speculated|theori[sz]e[sd]?|alleges?|alleged|impl(?:y|ies|ied)|told\s+(?:me|us)|reads?(?=\s*:)|puts?\s+it\s+on|lays?\s+it\s+on|laid\s+it\s+on|"
+    # round 30: what someone wants done is their proposal ("Jonas wants to divide the loss by expert_parallel_size")
+    r"wants\s+to|wanted\s+to|"
     r"(?:pinged|messaged|emailed|texted|dm'?d|slacked|wrote\s+to)\s+(?:me|us)(?:\s+(?:saying|to\s+say|that))?|"
     r"annotat(?:e|es|ed)(?:\s+(?:it|this|that|the\s+\w+))?|(?:is|was|are|were)\s+"
     r"(?:convinced|sure|certain|adamant)|swears|swore|puts?\s+it\s+down\s+to|pins?\s+it\s+on|pinned\s+it\s+on|"
@@ -863,7 +886,7 @@ ATTRIBUTION = re.compile(
     rf"|{_OTHER}\s+(?:linked|posted|shared|cited|quoted|pasted|opened|filed|raised|sent|dropped)\s+[^.;:!?\n]{{1,60}}?,?\s+"
     rf"(?:with|and)\s+(?:the|a|an)\s+(?:[\w-]+\s+)?{_CLAIM_NOUN}\s+that\b"
     rf"|(?:{_NAME}|{_OTHER})'s\s+(?:[\w-]+\s+){{0,2}}?{_CLAIM_NOUN}\b(?:\s+(?:on|in|from|at)\s+(?:the\s+)?[#\w-]+)?"
-    r"(?:\s*\([^()\n]{1,40}\))?(?:\s*:|\s+(?:is|was)\b(?!\s+(?:\w+\s+)?(?:right|correct|spot\s+on|accurate|wrong|mistaken|false)\b)(?:\s+that\b)?"
+    r"(?:\s*\([^()\n]{1,40}\))?(?:(?:\s+(?:when|after|once)\s+[^:.;!?\n\x22\u201c]{1,40}?)?\s*:|\s+(?:is|was)\b(?!\s+(?:\w+\s+)?(?:right|correct|spot\s+on|accurate|wrong|mistaken|false)\b)(?:\s+that\b)?"
     rf"|\s+(?:{_REPORT_ADVERB}{_REPORT}|reads?|goes|went)\b(?:\s+that\b)?|\s+that\b)"
     r"|according\s+to\s+(?:[\w'.-]+\s+){0,4}?[\w'.-]+\s*[,:]"
     rf"|(?:per|according\s+to)\s+(?!(?:my|our|the\s+above)\b)(?=[^,:;.!?\n]{{0,70}}?\b(?:{_PERSON}|{_DOCUMENT})\b)[^,:;.!?\n]{{1,70}}?\s*[,:]"
@@ -902,8 +925,10 @@ ATTRIBUTION = re.compile(
     # round 16: an idea in the air, named before the agent answers it ("The idea is that X. The logs don't support it")
     r"|the\s+(?:idea|theory|suggestion|claim|argument|notion|story)\s+(?:here\s+)?(?:is|was|goes|went)\s+that\b"
     # round 27: "I asked an assistant and it said X", "I asked Priya and she thinks X"
-    r"|(?:i|we)\s+asked\s+(?:an?\s+|the\s+|our\s+|my\s+)?(?:[\w.-]+\s+){0,2}?(?:assistant|chatbot|llm|bot|ai|colleague|"
-    r"teammate|coworker|co-worker|expert|reviewer|maintainer|chatgpt|claude|copilot|[A-Z][a-z]+)\s+and\s+(?:it|he|she|they)\s+"
+    # (round 30: also without its subject and with what was asked: "Asked an LLM about the drift and it said X")
+    r"|(?:(?:i|we)\s+)?asked\s+(?:an?\s+|the\s+|our\s+|my\s+)?(?:[\w.-]+\s+){0,2}?(?:assistant|chatbot|llm|bot|ai|colleague|"
+    r"teammate|coworker|co-worker|expert|reviewer|maintainer|chatgpt|claude|copilot|[A-Z][a-z]+)"
+    r"(?:\s+(?:about|for|on|regarding|re)\s+[^.;:!?\n]{1,40}?)?\s+and\s+(?:it|he|she|they)\s+"
     r"(?:said|says|told\s+(?:me|us)|claimed|claims|suggested|suggests|answered|replied|thinks|thought|reckons|reckoned)"
     r"(?:\s+that)?\b)",
     re.IGNORECASE,
@@ -1112,6 +1137,8 @@ ENDORSEMENT = re.compile(
     r"\b(?:i|we)\s+(?:\w+\s+){0,2}?(?:agree|concur)\b(?!\s+(?:only|partly|partially)\b)"
     # round 16: "Infra closed it as cannot-reproduce, and I agree with closing it" agrees with the rejection
     r"(?!\s+with\s+(?:closing|dismissing|rejecting|dropping|discarding|ignoring|shelving|parking|deferring|ruling))"
+    # round 30: "I agree with the author, not the reviewer" sides with one party against another whose claim it may be
+    r"(?!\s+with\s+[^.;:!?\n]{1,40}?,?\s+not\s+(?:with\s+)?(?:the|a|an|my|our|his|her|their|(?-i:[A-Z]))\b)"
     r"|(?:^|(?<=[.!?]\s)|(?<=[.!?][\x22\u201d]\s)|(?<=\n))agreed\b"
     r"|\b(?:he|she|they|(?-i:[A-Z][a-z]+))(?:'s|'re|\s+is|\s+are|\s+was|\s+were)\s+(?:\w+\s+)?(?:right|correct|spot\s+on)\b"
     r"|\b(?:note|ticket|report|review|reviewer|comment|claim|theory|diagnosis|message|write-?up|summary|analysis|explanation|"
@@ -2566,9 +2593,11 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
                 _answers_a_question(statement, match)
                 or _labelled_answer(statement, match)
                 or _denied_supposition(statement, match)
+                or _echoed_negation(statement, match)
             ):
                 continue  # "Q: Does anything complain?\nA: No." answers its question; it takes nothing back (nor does
-                # "Working theory: it does not, so X", nor "as if every rank had the same count. They don't")
+                # "Working theory: it does not, so X", nor "as if every rank had the same count. They don't", nor "…
+                # do not reuse the masks. They don't, because …")
             if GENERIC_NO_DIFFERENCE.search(match.group(0)) and WHEN_OPENING.match(
                 statement, _sentence_start(statement, match.start())
             ):
@@ -2692,6 +2721,29 @@ def _denied_supposition(text: str, match: re.Match[str]) -> bool:
     begin = _sentence_start(text, match.start())
     before = text[_sentence_start(text, max(0, begin - 1)) : begin]
     return begin > 0 and AS_IF.search(before) is not None
+
+
+#: The auxiliary of an elliptical answer ("They don't", "it isn't") and of a negated verb phrase ("do not reuse").
+ELLIPTICAL_AUXILIARY = re.compile(r"\b(do|does|did|is|are|was|were)(?:n't|\s+not)\b", re.IGNORECASE)
+#: Where the last clause of a sentence starts: what an elliptical answer after it echoes.
+LAST_CLAUSE = re.compile(
+    r"[,;:]\s|\s[\u2014\u2013-]+\s|\b(?:because|since|so|and|but|as|while|whereas)\s", re.IGNORECASE
+)
+
+
+def _echoed_negation(text: str, match: re.Match[str]) -> bool:
+    """Whether ``match`` is an elliptical negative answer that echoes the negated verb phrase the sentence before it
+    ends with ("… because the recomputed blocks do not reuse the forward's masks. They don't, because …"; round 30): it
+    says again what that sentence said, and takes nothing back. Not an answer to a positive last clause ("…, so the
+    masks differ. They don't: …")."""
+    answer = ELLIPTICAL_AUXILIARY.search(match.group(0)) if ELLIPTICAL.fullmatch(match.group(0)) else None
+    if answer is None:
+        return False
+    begin = _sentence_start(text, match.start())
+    before = text[_sentence_start(text, max(0, begin - 1)) : begin].rstrip().rstrip(".;:!")
+    clause = before[max((m.end() for m in LAST_CLAUSE.finditer(before)), default=0) :]
+    negated = ELLIPTICAL_AUXILIARY.search(clause)
+    return begin > 0 and negated is not None and negated.group(1).lower() == answer.group(1).lower()
 
 
 def _target(text: str, match: re.Match[str], reach: int) -> str:
