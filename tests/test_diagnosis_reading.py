@@ -16,8 +16,8 @@ import pytest
 
 from gym_trainfail.cases import load_case
 from gym_trainfail.diagnosis.fixtures import FixtureCheck, check_fixtures
-from gym_trainfail.diagnosis.judges import RubricJudge
-from gym_trainfail.diagnosis.reading import endorses, negations, views
+from gym_trainfail.diagnosis.judges import RubricJudge, _rejected_later
+from gym_trainfail.diagnosis.reading import ENDORSEMENT, Assertion, endorses, negations, views
 from gym_trainfail.diagnosis.rubric import Concept, Fixture, Rubric
 
 
@@ -1640,6 +1640,9 @@ DRIFTING = dataclasses.replace(
         # round 30: "instead of" negates its short object, not a second predicate after "and" …
         ("Rank 1 never scales the replicas; its masters move by lr*g instead of lr*g*c/n and drift from rank 0's.",
          True),
+        # (round 31: "we skip 6 micro-batches instead of 24 and redo old data")
+        ("Rank 1 never scales the replicas; its masters take 6 steps instead of 24 and repeat updates that drift from "
+         "rank 0's.", True),
         # attack: … a negation of that predicate still denies it
         ("Rank 1 never scales the replicas; its masters move by lr*g, but they don't drift from rank 0's.", False),
     ],
@@ -1653,3 +1656,85 @@ def test_round_thirty_what_someone_wants_done_is_their_proposal() -> None:
     assert _credited("Jonas wants to treat it as a memory leak. " + CORRECT + " Restarting won't help.") == (True, True)
     # attack: … one the writer states is the writer's
     assert _credited("Jonas was right: it is a memory leak. " + CORRECT) == (False, False)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected", "hypothesis"),
+    [
+        # round 31: "we" no longer believe, and a "reasoning" that was mistaken, take the claim back …
+        (CORRECT.rstrip(".") + ". The reverted change rested on that idea. We no longer believe it.", False, False),
+        ("The change assumed that " + CLAIM + ". That reasoning was mistaken and the change is reverted.", False,
+         False),
+        # attack: … a mistaken reasoning before the diagnosis leaves it standing
+        ("My first reasoning was mistaken. " + CORRECT, True, True),
+        # "it's not the case" after the idea it answers refutes it …
+        ("I looked at the idea that " + CLAIM + ", and it's not the case.", False, False),
+        # attack: … "it's not the case that" denies what follows, not the diagnosis before it
+        (CORRECT + " It's not the case that a safety factor is too small.", True, True),
+        # a tool's report ("its report") is someone else's claim …
+        ("TrainCheck flagged the OOM and its report suggests " + CLAIM + ". I'm not taking it as our diagnosis.", False,
+         False),
+        # a bare "they" is the code or the ranks as often as people: what "they" do is no one's claim …
+        ("Plan: trace the peak. If it sits in the head, the suspect is the planner: they price the forward only, so "
+         + CLAIM + ". I'm not claiming anything yet.", False, True),
+        # attack: … what "they" think is still theirs
+        ("From #training: they think " + CLAIM + ". I'm not adopting it.", False, False),
+        # attack: the writer's own "That is exactly what happens" after a report endorses it
+        ("Priya says " + CLAIM + ". That is exactly what happens here.", True, True),
+    ],
+)  # fmt: skip
+def test_round_thirty_one_retractions_reports_and_refutations(statement: str, expected: bool, hypothesis: bool) -> None:
+    assert _credited(statement) == (expected, hypothesis)
+
+
+def test_round_thirty_one_a_later_denial_answers_a_hypothesis_after_an_earlier_one() -> None:
+    # the whole judge: the stance model reads it denied, and the rules see the concept put forward ("whether or not …")
+    # and denied in a later sentence; an earlier denial (inside the named explanation) is no answer to it
+    judge = RubricJudge()
+    statement = (
+        'Ruled out the "' + CLAIM + '" explanation: whether or not the planner misses the head makes no difference to '
+        "the peak here, the trace is identical on both runs. So the planner missing the head is not what breaks the "
+        "call."
+    )
+    verdict = judge.judge(statement, RUBRIC)
+    assert (verdict.correct, verdict.hypothesis) == (False, False)
+    # attack: only a denial before what was put forward, and none after it, answers nothing
+    text = 'Not "X". Whether X holds I test next.'
+    held = {"c": {"denied": Assertion(5, 6), "hypothesised": Assertion(17, 18)}}
+    assert not _rejected_later(text, held, ["c"], {"c": Assertion(5, 6)})
+    assert _rejected_later(text + " So X is not it.", held, ["c"], {"c": Assertion(40, 41)})
+
+
+def test_round_thirty_one_the_codes_assumption_found_false_takes_nothing_back() -> None:
+    # round 31: "that assumption is false" about what the code assumes is a finding; it takes back nothing before it
+    statement = CORRECT + " The planner assumes the head is free. For our vocab that assumption is false."
+    assert _credited(statement) == (True, True)
+    # attack: the writer's own reasoning found mistaken still takes its claim back
+    assert _credited("I reasoned that " + CLAIM + ". That reasoning was mistaken.") == (False, False)
+
+
+def test_round_thirty_one_wrong_under_a_condition_is_a_finding() -> None:
+    # round 31: "this is wrong once …" says when the computation goes wrong; it takes nothing back
+    statement = (
+        "The planner misses the head, and even on one call this is wrong once the vocab is large: three "
+        "buffers while the checkpoint inputs stay live."
+    )
+    assert _credited(statement) == (True, True)
+    # attack: "this is wrong" as a verdict still takes back what came before it
+    assert _credited(CORRECT + " Hmm, this is wrong: the trace says otherwise.") == (False, False)
+
+
+def test_round_thirty_one_someones_that_is_exactly_it_is_no_endorsement() -> None:
+    # round 31: "that is exactly what happens" right after someone's report verb is their words, not the writer's
+    assert ENDORSEMENT.search("A commenter on our ticket says that is exactly what happens here.") is None
+    # attack: the writer's own sentence still endorses
+    assert ENDORSEMENT.search("A commenter pointed at #3256. That is exactly what happens here.") is not None
+
+
+def test_round_thirty_one_a_denial_inside_a_parenthesis_has_its_own_subject() -> None:
+    # round 31: "… (so A is not the problem)" denies A, not the match before the parenthesis
+    statement = CORRECT.rstrip(".") + " (the step runs late, so the margin is not the problem)."
+    assert _credited(statement) == (True, True)
+    # attack: a parenthesis inside the subject still leaves the predicate after it denying the match
+    assert _credited("The planner misses the head (three buffers while the checkpoint inputs stay live) is not the "
+                     "problem here.") == (False, False)  # fmt: skip

@@ -146,17 +146,25 @@ def statement_stance(held: Mapping[str, Mapping[str, Any]], required: Sequence[s
     return next(s for s in ("withdrawn", "attributed", "denied") if s in short)
 
 
-def _rejected_later(statement: str, held: Mapping[str, Mapping[str, Any]], required: Sequence[str]) -> bool:
+def _rejected_later(
+    statement: str,
+    held: Mapping[str, Mapping[str, Any]],
+    required: Sequence[str],
+    last: Mapping[str, Any] | None = None,
+) -> bool:
     """Whether a concept the statement only puts forward is also read as denied in a later sentence: the writer may
     have rejected what it put forward ("I looked into the idea that the term escapes DDP's averaging … They don't
     escape it: … it is not a missing all-reduce"). Not enough alone: a phrasing may carry its own negation ("no restore
     at recompute", "never multiplies by GA"), which a hedged statement's later sentence also reads as denied; the
-    stance model must read the whole statement as denied too."""
+    stance model must read the whole statement as denied too. The denial looked at is the concept's last (``last``:
+    name to its latest denied match): an earlier one, inside what the writer names before putting it forward ('Ruled
+    out the "X" explanation: whether or not X makes no difference … So X is not what breaks it'; round 31), is no
+    answer to it."""
     for name in required:
         found = held.get(name, {})
         if "asserted" in found or "hypothesised" not in found or "denied" not in found:
             continue
-        put, denial = found["hypothesised"], found["denied"]
+        put, denial = found["hypothesised"], (last or {}).get(name) or found["denied"]
         if denial.start > put.start and SENTENCE_END.search(statement, put.start, denial.start):
             return True
     return False
@@ -220,7 +228,11 @@ class RubricJudge:
         veto = stance_model.load().veto(statement) if self.vetoes and (correct or hypothesis) else None
         # … and one it reads as denied where the rules see a concept put forward and denied in a later sentence ("I
         # looked into the idea that X. They don't: …"; round 26)
-        rejected = veto is not None and veto[0] == "denied" and _rejected_later(statement, held, required)
+        rejected = (
+            veto is not None
+            and veto[0] == "denied"
+            and _rejected_later(statement, held, required, _last_denials(rubric, read, taken_back))
+        )
         if veto is not None and (correct or veto[0] == "withdrawn" or rejected) and _vetoable(*veto, statement, rubric):
             stance = veto[0]
             correct, hypothesis = False, stance == "hypothesised"
@@ -255,8 +267,16 @@ def _vetoable(stance: str, p: float, statement: str, rubric: Rubric) -> bool:
     return cued(statement) or (p >= stance_model.VETO_UNCUED_FROM and stance_model.knows(rubric))
 
 
-def _stances(concept: Concept, read: Sequence[Any], taken_back: Sequence[Any], *, wrong: bool) -> dict[str, Assertion]:
-    """Per stance, the earliest match of ``concept`` that reads so, in any view."""
+def _last_denials(rubric: Rubric, read: Sequence[Any], taken_back: Sequence[Any]) -> dict[str, Assertion]:
+    """Per required concept, its latest match read as denied (in any view), where it has one."""
+    latest = {c.name: _stances(c, read, taken_back, wrong=False, latest=True) for c in rubric.concepts}
+    return {name: found["denied"] for name, found in latest.items() if "denied" in found}
+
+
+def _stances(
+    concept: Concept, read: Sequence[Any], taken_back: Sequence[Any], *, wrong: bool, latest: bool = False
+) -> dict[str, Assertion]:
+    """Per stance, the earliest match of ``concept`` that reads so, in any view (``latest``: the latest)."""
 
     def live(a: Assertion) -> bool:
         return not withdrawn(a, taken_back, wrong=wrong)
@@ -266,8 +286,9 @@ def _stances(concept: Concept, read: Sequence[Any], taken_back: Sequence[Any], *
 
     found: dict[str, Assertion] = {}
     for view in read:
-        for stance, at in stances(concept.phrasings, view, wrong=wrong, live=live, kept=kept).items():
-            if stance not in found or (at.start, -at.end) < (found[stance].start, -found[stance].end):
+        for stance, at in stances(concept.phrasings, view, wrong=wrong, live=live, kept=kept, latest=latest).items():
+            key, best = (at.start, -at.end), found.get(stance)
+            if best is None or (key > (best.start, -best.end) if latest else key < (best.start, -best.end)):
                 found[stance] = at
     return found
 
