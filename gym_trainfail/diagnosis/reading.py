@@ -2736,11 +2736,16 @@ def _denied_supposition(text: str, match: re.Match[str]) -> bool:
     """Whether ``match`` is an elliptical denial of the supposition the sentence before it ends with ("Then the
     averages are averaged, as if every pile had the same number of words. They don't: …"; round 28): it says the
     supposition is false, which the writer never held, and takes nothing back."""
-    if not ELLIPTICAL.fullmatch(match.group(0)):
-        return False
-    begin = _sentence_start(text, match.start())
-    before = text[_sentence_start(text, max(0, begin - 1)) : begin]
-    return begin > 0 and AS_IF.search(before) is not None
+    return (
+        ELLIPTICAL.fullmatch(match.group(0)) is not None
+        and AS_IF.search(_sentence_before(text, match.start())) is not None
+    )
+
+
+def _sentence_before(text: str, at: int) -> str:
+    """The sentence before the one ``at`` is in ("" in the first), what an elliptical answer at ``at`` may answer."""
+    begin = _sentence_start(text, at)
+    return text[_sentence_start(text, begin - 1) : begin] if begin > 0 else ""
 
 
 #: The auxiliary of an elliptical answer ("They don't", "it isn't") and of a negated verb phrase ("do not reuse").
@@ -2759,11 +2764,10 @@ def _echoed_negation(text: str, match: re.Match[str]) -> bool:
     answer = ELLIPTICAL_AUXILIARY.search(match.group(0)) if ELLIPTICAL.fullmatch(match.group(0)) else None
     if answer is None:
         return False
-    begin = _sentence_start(text, match.start())
-    before = text[_sentence_start(text, max(0, begin - 1)) : begin].rstrip().rstrip(".;:!")
+    before = _sentence_before(text, match.start()).rstrip().rstrip(".;:!")
     clause = before[max((m.end() for m in LAST_CLAUSE.finditer(before)), default=0) :]
     negated = ELLIPTICAL_AUXILIARY.search(clause)
-    return begin > 0 and negated is not None and negated.group(1).lower() == answer.group(1).lower()
+    return negated is not None and negated.group(1).lower() == answer.group(1).lower()
 
 
 def _target(text: str, match: re.Match[str], reach: int) -> str:
