@@ -1738,3 +1738,21 @@ def test_round_thirty_one_a_denial_inside_a_parenthesis_has_its_own_subject() ->
     # attack: a parenthesis inside the subject still leaves the predicate after it denying the match
     assert _credited("The planner misses the head (three buffers while the checkpoint inputs stay live) is not the "
                      "problem here.") == (False, False)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # stop 57: a label that calls what follows a wrong theory takes it back
+        ("Wrong theory: " + CORRECT, (False, False)),
+        ("Mistaken hypothesis: " + CLAIM + ".", (False, False)),
+        ("False lead: " + CLAIM + ".", (False, False)),
+        ("Red herring: " + CLAIM + ".", (False, False)),
+        # attack: what the code wrongly assumes is a finding, and a wrong theory named before the diagnosis leaves it
+        ("Wrong assumption: the planner assumes the head is free; " + CLAIM + ".", (True, True)),
+        ("A wrong theory: the allocator fragments. " + CORRECT, (True, True)),
+        ("Initial hypothesis: " + CLAIM + ". Confirmed by the trace.", (True, True)),
+    ],
+)
+def test_stop_57_a_wrong_theory_label_takes_back_what_it_labels(statement: str, expected: tuple[bool, bool]) -> None:
+    assert _credited(statement) == expected

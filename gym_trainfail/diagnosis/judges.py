@@ -52,6 +52,7 @@ JUDGE_CACHE_VERSION = 19
 JUDGE_MODULES = (
     "judges.py",
     "reading.py",
+    "prefilter.py",
     "rubric.py",
     "llm_judge.py",
     "stance_model.py",

@@ -43,6 +43,8 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from gym_trainfail.diagnosis.prefilter import fold, may_match
+
 #: Before a full stop that is part of an abbreviation ("i.e.", "e.g.", "vs.", "cf."; "i e." in the view with code
 #: identifiers split), not a sentence's end.
 _ABBR = r"(?<![iI][.\s][eE])(?<![eE][.\s][gG])(?<!\b[vV]s)(?<!\b[cC]f)"
@@ -717,6 +719,10 @@ SENTENCE_DENIAL = re.compile(
     # round 23: "Checked and eliminated: A, B, and the theory that X. None of these is the cause."
     r"(?:(?:tested|checked|tried|probed|measured|investigated|examined)\s+and\s+)?(?:discarded|dropped|abandoned|refuted|killed|"
     r"ruled\s+out|rejected|excluded|eliminated|disproved|disproven|dismissed)(?:\s+(?:hypothesis|theory|idea|lead|candidate|suspect|explanation|guess))?\s*:\s|"
+    # stop 57: a label that calls what follows a wrong theory ("Wrong theory: X", "False lead: X", "Red herring: X");
+    # not a bare "Wrong:", nor "Wrong assumption:" (what the code wrongly assumes is a finding)
+    r"(?:(?:wrong|false|mistaken|incorrect|failed|bogus|debunked|busted|dead)\s+(?:hypothesis|theory|idea|lead|candidate|"
+    r"suspect|explanation|guess|track|trail|diagnosis)|red\s+herring)\s*:\s|"
     # round 2: "There's no path where X", "I can rule out that X", "I found nothing to indicate that X", "It can't be
     # that X", "I don't think (that) X"
     r"there(?:'s|\s+is|\s+was)\s+no\s+(?:\w+\s+){0,2}?(?:way|path|mechanism|place|point|case|scenario|chance|route)\s*(?:where|"
@@ -1502,6 +1508,11 @@ class View:
     #: The statement as written (denials and verdicts are also read there: markup can carry them).
     source: str = ""
 
+    @functools.cached_property
+    def folded(self) -> str:
+        """``text`` as phrasings' required words are looked for in (:mod:`.prefilter`)."""
+        return fold(self.text)
+
     def span(self, start: int, end: int) -> tuple[int, int]:
         """The statement's ``[start, end)`` that this view's ``[start, end)`` came from."""
         if end <= start:
@@ -1867,6 +1878,8 @@ def stances(
     work on long or adversarial text). ``latest``: the latest match per stance instead."""
     found: dict[str, Assertion] = {}
     for pattern in patterns:
+        if not may_match(pattern, view.folded):
+            continue  # none of the words every match holds is there: it cannot match
         for n, match in enumerate(pattern.finditer(view.text)):
             if n >= MAX_MATCHES:
                 break
