@@ -7,10 +7,12 @@ no edits to this file:
 * **smoke gate**: the unmodified workspace and the reference repair are graded on one healthy
   and one failure scenario, in one launch each where the two share a device count; the verdicts
   must be the ones the scenario kinds demand and the ones the record holds.
-* **rotation**: one case, chosen from the commit (``git rev-parse HEAD`` as a number, modulo the
-  number of cases; the UTC day outside git; ``TRAINFAIL_QUALIFY_CASE`` overrides), is qualified
-  in full (repeats, reference, wrong repairs and forgeries) and its verdict table compared with
-  its record, so every record is re-derived every few runs.
+* **rotation** (``tests/test_case_rotation.py``, a file of its own so that a second test worker
+  runs it beside the smoke gates): one case, chosen from the commit (``git rev-parse HEAD`` as a
+  number, modulo the number of cases; the UTC day outside git; ``TRAINFAIL_QUALIFY_CASE``
+  overrides), is qualified in full (repeats, reference, wrong repairs and forgeries) and its
+  verdict table compared with its record, so every record is re-derived every few runs. Its
+  choice of case is defined here.
 
 Slow: real multi-rank training in bubblewrap sandboxes.
 """
@@ -26,18 +28,13 @@ from pathlib import Path
 import pytest
 
 from gym_trainfail.admission import (
-    compare_verdicts,
-    failing_hints,
     load_record,
     qualify_command,
-    record_from_qualification,
-    record_status,
 )
 from gym_trainfail.cases import CaseSpec, Scenario
 from gym_trainfail.files import apply_patch
 from gym_trainfail.grading import Grader, Receipt
 from gym_trainfail.paths import SOURCE_ROOT
-from gym_trainfail.qualify import qualify
 from gym_trainfail.registry import default_registry, get_case
 from gym_trainfail.runtimes import Runtime
 
@@ -140,24 +137,3 @@ def test_ddp_failure_margins(runtime: Runtime, bwrap_usable: None, tmp_path: Pat
                 assert worst <= 1e-5, (label, outcome.scenario, worst)
             else:
                 assert worst > 1e-2, (label, outcome.scenario, worst)
-
-
-def test_rotated_case_requalifies_to_its_record(runtime: Runtime, bwrap_usable: None) -> None:
-    case = get_case(rotated_case())
-    status = record_status(case)
-    assert status.current, status.describe()
-    record = load_record(case)
-    assert record is not None
-    hints = failing_hints(record, case.scenarios)
-    result = qualify(case, sandbox="bwrap", repeats=2, wrong_repairs=True, hints=hints)
-    assert result.admitted, (case.id, result.problems)
-    fresh = record_from_qualification(case, result, sandbox="bwrap", repeats=2)
-    problems = compare_verdicts(record, fresh)
-    assert not problems, f"{case.id} no longer qualifies as recorded: {problems}; run `{qualify_command(case)}`"
-    # the second repeat was graded in scenario groups, and every scenario of a group of two or
-    # more was judged in its group (none had to fall back to a run of its own)
-    unmodified = [v for v in result.variants if v.kind == "unmodified"]
-    units = Grader(case, sandbox="bwrap").partition(case.scenarios)
-    in_groups = {s.name for unit in units if len(unit) > 1 for s in unit}
-    assert {o.scenario for o in unmodified[1].receipt.outcomes if o.grouped} == in_groups
-    assert not any(o.grouped for o in unmodified[0].receipt.outcomes)

@@ -4,7 +4,7 @@ checks attacked one at a time with hand-made results, and the pinned peaks again
 oracle, re-measured peaks, and the judge's checks that issue 20's attacks got through (slow: the
 case runtime, bubblewrap sandboxes). The full admission gate is the case's admission record
 (``envs/<case>/admission.json``), checked and re-derived by rotation in
-``tests/test_case_qualification.py``."""
+``tests/test_case_rotation.py``."""
 
 from __future__ import annotations
 

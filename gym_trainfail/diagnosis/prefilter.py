@@ -2,11 +2,13 @@
 
 A rubric's concepts hold hundreds of phrasings each, and the judge scans every one over every
 view of a statement; most find nothing, and Python's regex engine tries each at every position
-to learn that. :func:`required` reads a compiled pattern once and gives a set of strings, one of
-which every match contains (case folded), or ``None`` where it cannot tell. :func:`may_match`
-then skips a phrasing whose text holds none of them. It only ever skips a pattern that could not
-match, so verdicts are the same with it as without it (tests/test_diagnosis_prefilter.py checks
-that on every rubric's phrasings and on text written to slip past a careless filter).
+to learn that. :func:`required` reads a compiled pattern's parse tree once and gives sets of
+strings such that every match contains (case folded) one string of each set: literal runs, small
+finite alternations expanded, a positive lookaround's words; nothing from an optional part, a
+negative lookaround, a backreference or a conditional. :func:`may_match` then skips a phrasing
+whose text lacks a set. It only ever skips a pattern that could not match, so verdicts are the
+same with it as without it (tests/test_diagnosis_prefilter.py checks that with optional words,
+random patterns and every rubric's phrasings).
 
 Only ASCII literals are used: under ``re.IGNORECASE`` four non-ASCII characters match ASCII
 letters (``İ``, ``ı``, ``ſ``, the Kelvin sign), and :func:`fold` maps them before lowering, so a
