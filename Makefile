@@ -58,10 +58,11 @@ lint: setup $(VENV)/.extras-test
 typecheck: setup $(VENV)/.extras-test
 	$(BIN)/mypy
 
-# The slowest tests are listed at the end of every run (CI time is a budget). Two workers, each given whole
-# files (module fixtures and their order hold): much of the suite waits on sandboxes, deadlines and hung ranks
-# with a core idle. One worker (as before): make pytest PYTEST_ARGS="--durations=25 -p no:xdist".
-PYTEST_ARGS ?= --durations=25 -n 2 --dist loadfile
+# The slowest tests are listed at the end of every run (CI time is a budget). Faster, in two workers each given
+# whole files (much of the suite waits on sandboxes and hung ranks with a core idle; not yet the default: one of
+# two full runs so met a race, see tests/test_serve_hostile.py): make pytest PYTEST_ARGS="--durations=25 -n 2
+# --dist loadfile".
+PYTEST_ARGS ?= --durations=25
 pytest: runtime test-setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
