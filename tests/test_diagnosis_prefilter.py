@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import random
 import re
-from pathlib import Path
 
 import pytest
 
 from gym_trainfail.cases import load_case
 from gym_trainfail.diagnosis.prefilter import fold, may_match, required
 from gym_trainfail.diagnosis.reading import views
+from tests.test_diagnosis_reading import ENVS, RUBRIC_FOLDERS
 
-ENVS = Path(__file__).resolve().parents[1] / "envs"
 IC = re.IGNORECASE
 
 
@@ -118,10 +117,7 @@ def test_random_patterns_on_random_texts_never_lose_a_match() -> None:
     assert checked > 5000  # the attack exercised matches, not only misses
 
 
-RUBRICS = sorted(p.parents[2].name for p in ENVS.glob("*/grader/diagnosis/rubric.toml"))
-
-
-@pytest.mark.parametrize("folder", RUBRICS)
+@pytest.mark.parametrize("folder", RUBRIC_FOLDERS)
 def test_every_phrasing_of_a_rubric_keeps_its_matches(folder: str) -> None:
     """Each rubric's phrasings and wrong explanations, on a sample of its own statements: wherever one
     matches a view, the filter lets it run; and it skips most phrasings there (what it is for)."""
