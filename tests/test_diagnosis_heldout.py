@@ -247,9 +247,63 @@ def test_v5_floors_refuse_a_rubric_that_misses_hypotheses_or_credits_refuted_cla
     problems = " | ".join(result.diagnosis_problems)
     assert "held-out precision 67% is below 95%" in problems
     assert "held-out hypothesis recall 67% (2/3) is below 75%" in problems
-    assert "held-out attributed statements rejected 50% (1/2), below 95%" in problems
+    assert ("held-out withdrawn, attributed and denied statements rejected 75% (3/4) (withdrawn 1/1, attributed 1/2, "
+            "denied 1/1), below 95%") in problems  # fmt: skip
     assert result.heldout.hypothesis_false == 1  # the attributed one, credited as a hypothesis too
     assert "attrib-two" not in json.dumps(result.to_json())  # which ones: never in what the author reads
+
+
+def _refuted(n: int, stance: str) -> list[tuple[str, str, str, str, str]]:
+    speech = {"attributed": 'Priya wrote: "{m}" That is false.', "withdrawn": "{m} Edit: scratch that.",
+              "denied": "It is not true that {l}"}  # fmt: skip
+    text = speech[stance].format(m=MECHANISM, l=MECHANISM[0].lower() + MECHANISM[1:])
+    return [(f"{stance[0]}{i}", "incorrect", stance, "right", text) for i in range(n)]
+
+
+# A mislabelled statement: the rubric judge credits it (it is the agent's own claim), so it counts as a refuted
+# claim the reading credited.
+OWN_CLAIM = ("own", "incorrect", "denied", "right", MECHANISM + " Priya agrees.")
+
+
+def test_the_rejection_floor_counts_the_three_stances_together(case_copy: Path) -> None:
+    # one credited denial among 22 refuted claims (95.5 %) passes, though the denied stance alone is at 50 %;
+    # the summary still shows each stance
+    # (40 correct statements keep precision over its floor with two wrong credits)
+    correct = [(f"c{i}", "correct", "asserted", "right", MECHANISM) for i in range(40)]
+    rows = [*correct, *V5[2:4], *_refuted(8, "withdrawn"), *_refuted(12, "attributed"), _refuted(1, "denied")[0],
+            OWN_CLAIM]  # fmt: skip
+    _rewrite(case_copy, _v5(rows + [V5[-1]]))
+    case = load_case(case_copy)
+    heldout = load_heldout(case.grader_dir, case.id)
+    assert heldout is not None and case.rubric is not None
+    check = check_heldout(heldout, case.rubric, RubricJudge())
+    assert (check.rejection_all.statements, check.rejection_all.hits) == (22, 21)
+    assert check.rejection("denied").rate == 0.5 and check.problems() == []
+    assert "denied 50% (1/2) (together 95% (21/22))" in summary_line(check)
+    assert check.to_json()["rejection_all"] == {"statements": 22, "rejected": 21, "rate": 21 / 22}
+    # a second credited claim (21 of 23, 91 %) is refused, in whichever stance it is
+    _rewrite(case_copy, _v5([*rows, ("own2", "incorrect", "attributed", "right", OWN_CLAIM[-1]), V5[-1]]))
+    heldout = load_heldout(case.grader_dir, case.id)
+    assert heldout is not None
+    check = check_heldout(heldout, case.rubric, RubricJudge())
+    assert (check.rejection_all.statements, check.rejection_all.hits) == (23, 21)
+    assert check.problems() == [
+        "held-out withdrawn, attributed and denied statements rejected 91% (21/23) (withdrawn 8/8, attributed 12/13, "
+        "denied 1/2), below 95%"
+    ]
+
+
+def test_the_command_pools_every_set_it_reads(capsys: pytest.CaptureFixture[str], case_copy: Path) -> None:
+    _rewrite(case_copy, _v5(V5))
+    assert main([str(ECHO_CASE), str(case_copy)]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    # the echo set (4 correct, 2 withdrawn of 8) and the v5 one (2 correct, 2 hypotheses, one refuted claim per stance)
+    assert last == ("2 sets together: precision 100% (6/6), recall 100% (6/6), hypotheses credited 100% (2/2), "
+                    "rejected: withdrawn 100% (3/3), attributed 100% (1/1), denied 100% (1/1); 2 of 2 rubrics pass "
+                    "their floors")  # fmt: skip
+    _rewrite(case_copy, _v5([*V5, OWN_CLAIM]))
+    assert main([str(ECHO_CASE), str(case_copy)]) == 1
+    assert capsys.readouterr().out.strip().endswith("1 of 2 rubrics pass their floors")
 
 
 def test_v5_misjudged_hypotheses_reach_an_auditor_only(case_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1756,3 +1756,86 @@ def test_round_thirty_one_a_denial_inside_a_parenthesis_has_its_own_subject() ->
 )
 def test_stop_57_a_wrong_theory_label_takes_back_what_it_labels(statement: str, expected: tuple[bool, bool]) -> None:
     assert _credited(statement) == expected
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # round 32: "instead of" denies its short object, not a second predicate with its auxiliary after "and"
+        ("The planner misses the head: it charges one chunk instead of all and is missing three buffers, while the "
+         "checkpoint inputs stay live.", (True, True)),
+        # … and "never" does not reach a second predicate with a modal after "and"
+        ("The planner misses the head and the checkpoint inputs stay live; the planner is never told about it and "
+         "would keep three buffers out.", (True, True)),
+        ("The planner misses the head and the checkpoint inputs stay live; the planner is never told about it and "
+         "keeps three buffers out.", (True, True)),
+        # … and a flag's value in a config file it names is no verdict
+        ("I suspect the planner misses the head: three buffers while the checkpoint inputs stay live, since the price "
+         "is tied to plan.exact and that's false in small.toml.", (False, True)),
+        # attack: a verdict of false is still one, and a negated second predicate is still negated
+        ("I suspect the planner misses the head: three buffers while the checkpoint inputs stay live. That's false in "
+         "this code.", (False, False)),
+        ("I suspect the planner misses the head: three buffers while the checkpoint inputs stay live. That's false.",
+         (False, False)),
+        ("The planner misses the head and the checkpoint inputs stay live, but it never charges one chunk instead of "
+         "all and is never missing three buffers.", (False, False)),
+    ],
+)  # fmt: skip
+def test_round_32_a_second_predicate_and_a_flags_value(statement: str, expected: tuple[bool | None, bool]) -> None:
+    assert _credited(statement) == expected
+
+
+def test_round_32_a_claim_said_withdrawn_in_the_passive_is_taken_back() -> None:
+    # round 32: "Section 3 is withdrawn in full" takes back what section 3 said
+    statement = "Erratum. Section 3 said that " + CLAIM + ". Section 3 is withdrawn in full; the rest stands."
+    assert _credited(statement) == (False, False)
+    assert _credited(CORRECT + " That claim is retracted.") == (False, False)
+    # attack: a claim withdrawn before the diagnosis leaves the diagnosis, and "withdrawn" describing code is no verdict
+    assert _credited("The fragmentation theory is withdrawn. " + CORRECT) == (True, True)
+    assert _credited(CORRECT + " The reservation is withdrawn from the pool only after the step.") == (True, True)
+
+
+def test_round_32_neither_is_confirmed_confirms_nothing() -> None:
+    # round 32: "Neither is confirmed." after two candidates leaves them put forward
+    assert not endorses("Best guess: X. The other candidate is Y. Neither is confirmed.")
+    assert not endorses("X. Nothing is confirmed yet.") and not endorses("X or Y; none are confirmed.")
+    # attack: a confirmation is still one
+    assert endorses("Hypothesis: X. The probe confirmed it.") and endorses("X. Confirmed by the trace.")
+    assert _credited("Best guess: " + CLAIM + ". The other candidate is a leak. Neither is confirmed.") == (False, True)
+
+
+def test_round_32_an_explanation_ruled_out_by_name_is_taken_back() -> None:
+    # round 32: "ruling out the <named> explanation" without quotes, like the quoted form of round 27: a concept matched
+    # only in the name of what is ruled out is not asserted
+    ruled_out = "So I'm ruling out the three buffers explanation."
+    assert _credited("The planner misses the head and the checkpoint inputs stay live. " + ruled_out) == (False, False)
+    assert _credited(ruled_out + " The planner misses the head and the checkpoint inputs stay live.") == (False, False)
+    # attack: another explanation ruled out, before the diagnosis or after it, leaves the diagnosis
+    assert _credited("I'm ruling out the fragmentation explanation. " + CORRECT) == (True, True)
+    assert _credited(CORRECT + " I am ruling out the fragmentation explanation.") == (True, True)
+
+
+def test_round_32_a_supposition_argued_against_is_no_hypothesis() -> None:
+    # round 32: "It can't be X. If X were so, Y would … So not X." supposes X to refute it: with the concept denied or
+    # withdrawn in another sentence, the denial answers the supposition wherever it stands
+    text = "It can't be X. If X were happening, the norm would be off too. So I'm ruling out the X explanation."
+    put, denial = text.index("X were"), text.index("X.")
+    held = {"c": {"hypothesised": Assertion(put, put + 1), "denied": Assertion(denial, denial + 1)}}
+    assert _rejected_later(text, held, ["c"])
+    # attack: a supposition the statement does not argue against stays put forward, and so does a plain hypothesis
+    # denied only earlier (round 26's rule: the denial must come after it)
+    assert not _rejected_later(text, {"c": {"hypothesised": Assertion(put, put + 1)}}, ["c"])
+    plain = "It can't be X. Hypothesis: X is happening."
+    held = {"c": {"hypothesised": Assertion(plain.index("X is"), plain.index("X is") + 1),
+                  "denied": Assertion(plain.index("X."), plain.index("X.") + 1)}}  # fmt: skip
+    assert not _rejected_later(plain, held, ["c"])
+
+
+def test_round_32_a_modal_in_an_aside_makes_no_condition() -> None:
+    # round 32: "… only if it carries the tag, and ours don't (megatron-core would set it at init)": the "would" is in
+    # an aside, so the "only if" sentence is a finding
+    statement = (CORRECT.rstrip(".") + ", since the planner counts a buffer only if it is tagged, and the head's "
+                 "are not (the allocator would tag them at init, which we disable).")  # fmt: skip
+    assert _credited(statement) == (True, True)
+    # attack: a modal outside the aside still makes the "only if" sentence a supposition
+    assert _credited("The planner would miss the head only if " + CLAIM + ".") == (False, True)

@@ -59,7 +59,8 @@ MIN_RECALL = 0.75
 #: Of the right-mechanism hypothesised statements, how many the pre-run-hypothesis reading must credit.
 MIN_HYPOTHESIS_RECALL = 0.75
 #: Of the right-mechanism statements the agent withdraws, attributes to someone else or denies, how many
-#: neither reading may credit (per stance).
+#: neither reading may credit: over the three stances together (one requirement, "counts for nothing", read by one
+#: structural rule for every case; per stance, a set's 6 to 10 statements would make the 95 % floor a 100 % one).
 MIN_REJECTION = 0.95
 #: The stances a right-mechanism statement counts for nothing in.
 REJECTED_STANCES = ("withdrawn", "attributed", "denied")
@@ -291,12 +292,18 @@ class HeldoutCheck:
     def rejection(self, stance: str) -> Share:
         return dict(self.rejected).get(stance, Share(0, 0))
 
+    @property
+    def rejection_all(self) -> Share:
+        """The right-mechanism withdrawn, attributed and denied statements together, and how many neither
+        reading credits: what :data:`MIN_REJECTION` gates."""
+        return Share(sum(s.statements for _, s in self.rejected), sum(s.hits for _, s in self.rejected))
+
     def problems(self) -> list[str]:
         """Why the rubric is refused on this set (empty when it passes): diagnosis precision under
         :data:`MIN_PRECISION` or recall under :data:`MIN_RECALL`; where the set has right-mechanism
-        hypothesised statements, hypothesis recall under :data:`MIN_HYPOTHESIS_RECALL`; per stance it has
-        right-mechanism statements of, a rejection rate of withdrawn, attributed or denied statements
-        under :data:`MIN_REJECTION`."""
+        hypothesised statements, hypothesis recall under :data:`MIN_HYPOTHESIS_RECALL`; where it has
+        right-mechanism withdrawn, attributed or denied statements, their rejection rate (the three stances
+        together, :attr:`rejection_all`) under :data:`MIN_REJECTION`."""
         found = []
         precision, recall = self.classified.precision, self.classified.recall
         if precision is None or precision < MIN_PRECISION:
@@ -306,9 +313,11 @@ class HeldoutCheck:
         rate = self.hypotheses.rate
         if rate is not None and rate < MIN_HYPOTHESIS_RECALL:
             found.append(f"held-out hypothesis recall {self.hypotheses.text()} is below {MIN_HYPOTHESIS_RECALL:.0%}")
-        for stance, share in self.rejected:
-            if share.rate is not None and share.rate < MIN_REJECTION:
-                found.append(f"held-out {stance} statements rejected {share.text()}, below {MIN_REJECTION:.0%}")
+        share = self.rejection_all
+        if share.rate is not None and share.rate < MIN_REJECTION:
+            stances = ", ".join(f"{stance} {s.hits}/{s.statements}" for stance, s in self.rejected)
+            found.append(f"held-out withdrawn, attributed and denied statements rejected {share.text()} "
+                         f"({stances}), below {MIN_REJECTION:.0%}")  # fmt: skip
         return found
 
     def to_json(self) -> dict[str, object]:
@@ -330,6 +339,11 @@ class HeldoutCheck:
             "rejection": {
                 stance: {"statements": share.statements, "rejected": share.hits, "rate": share.rate}
                 for stance, share in self.rejected
+            },
+            "rejection_all": {
+                "statements": self.rejection_all.statements,
+                "rejected": self.rejection_all.hits,
+                "rate": self.rejection_all.rate,
             },
             "heldout_sha256": self.digest,
         }
@@ -381,6 +395,7 @@ def judge_heldout(rubric: Rubric, judge: Judge) -> dict[str, object] | None:
         "hypothesis_recall": check.hypotheses.rate,
         "withdrawn_rejection": check.withdrawn_rejection,
         "rejection": {stance: share.rate for stance, share in check.rejected},
+        "rejection_all": check.rejection_all.rate,
         "statements": check.statements,
         "undecided": check.classified.undecided,
         "heldout_sha256": check.digest,
@@ -399,11 +414,28 @@ def summary_line(check: HeldoutCheck | None) -> str:
     rejected = dict(check.rejected)
     if set(rejected) - {"withdrawn"}:
         line += ", rejected: " + ", ".join(f"{stance} {share.text()}" for stance, share in check.rejected)
+        line += f" (together {check.rejection_all.text()})"
     else:
         line += f", withdrawn rejected {_pct(check.withdrawn_rejection)} ({check.withdrawn_rejected}/{check.withdrawn})"
     if check.hypothesis_false:
         line += f", {check.hypothesis_false} credited as hypotheses wrongly"
     return line + (f", {c.undecided} undecided" if c.undecided else "")
+
+
+def pooled_line(checks: Sequence[HeldoutCheck]) -> str:
+    """The figures over several cases' sets together (what one structural reading does across cases, and the
+    unit the issue's 95 % target for refuted attributions is stated in), and how many rubrics pass."""
+    c = [check.classified for check in checks]
+    tp, fp, fn = (sum(x.true_positive for x in c), sum(x.false_positive for x in c), sum(x.false_negative for x in c))
+    hyp = Share(sum(k.hypotheses.statements for k in checks), sum(k.hypotheses.hits for k in checks))
+    stances = [(stance, Share(sum(k.rejection(stance).statements for k in checks),
+                              sum(k.rejection(stance).hits for k in checks)))
+               for stance in REJECTED_STANCES]  # fmt: skip
+    line = (f"{len(checks)} sets together: precision {Share(tp + fp, tp).text()}, recall {Share(tp + fn, tp).text()}"
+            f", hypotheses credited {hyp.text()}, rejected: "
+            + ", ".join(f"{stance} {share.text()}" for stance, share in stances if share.statements))  # fmt: skip
+    passing = sum(not check.problems() for check in checks)
+    return line + f"; {passing} of {len(checks)} rubrics pass their floors"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -422,6 +454,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.judge_model:
         judge = LLMJudge(args.judge_model, args.judge_base_url)
     rows: dict[str, object] = {}
+    checks: list[HeldoutCheck] = []
     refused = False
     try:
         cases = list(default_registry()) if list(args.cases) == ["all"] else [resolve_case(c) for c in args.cases]
@@ -436,6 +469,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             refused |= bool(check and check.problems())
             rows[case.id] = "no held-out set"
             if check is not None:
+                checks.append(check)
                 rows[case.id] = check.to_json() | (
                     {"misjudged": list(check.classified.misjudged)} if args.show_misjudged else {}
                 )
@@ -450,6 +484,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.json:
         print(json.dumps(rows, indent=2))
+    elif len(checks) > 1:
+        print(pooled_line(checks))
     return 1 if refused else 0
 
 

@@ -118,7 +118,14 @@ CLAUSE_BREAK = re.compile(
     r"we|i|our|my|one|still|instead|also|now|nothing|none|no|nobody|neither)\b)"
     # round 16: a second predicate of the same subject ("averaged over W/ep instead of W and end up ep times too large")
     r"|\band\s+(?=(?:end(?:s|ed)?\s+up|come(?:s)?\s+out|came\s+out|wind(?:s)?\s+up|wound\s+up|turn(?:s|ed)?\s+out|"
-    r"become(?:s)?|became)\b"
+    r"become(?:s)?|became"
+    # round 32: … with a modal ("the DistributedSampler might never be told the epoch and would keep reshuffling"), or
+    # one that goes on ("never hears about new passes and keeps producing the first pass's order")
+    r"|(?:would|will|could|might)\s+(?:then\s+|therefore\s+|also\s+)?(?:keep|stay|remain|repeat|replay|reuse|re-use|"
+    r"drift|diverge|differ|skip|miss|draw|use|apply|end\s+up|come\s+out)"
+    r"|(?:then\s+|therefore\s+|so\s+|thus\s+)?(?:keeps|kept|stays|stayed|remains|remained|goes\s+on|went\s+on|carries\s+on|"
+    r"continues|continued)"
+    r")\b"
     # round 17: "the blocks never run inside the tracker's fork and draw from the default stream"
     r"|(?:draw|draws|drew|pull|pulls|pulled|fall|falls|fell)\s+(?:back\s+)?(?:from|on|to)\b"
     # round 18: a new subject with its own verb ("the fork is never entered and hidden dropout uses the default stream")
@@ -134,7 +141,11 @@ CLAUSE_BREAK = re.compile(
     # rank 0's")
     # (round 31: "we skip 6 micro-batches instead of 24 and redo old data")
     r"|and\s+(?:then\s+)?(?:drift|diverge|differ|move|end|fall|come|stay|get|become|lag|update|step|leave|redo|re-?use|"
-    r"repeat|replay|re-?train|miss|lose|drop|skip|train|see|consume|overwrite)\w*\b)",
+    r"repeat|replay|re-?train|miss|lose|drop|skip|train|see|consume|overwrite)\w*\b"
+    # round 32: … or with its auxiliary ("the skip is counted in optimizer steps instead of micro-batches and is missing
+    # a factor of gradient_accumulation_steps")
+    r"|and\s+(?:is|are|was|were)\s+(?:then\s+|therefore\s+|thus\s+|also\s+|now\s+)?(?:missing|short|off|lacking|"
+    r"skipping|replaying|redoing|repeating|drifting|diverging|dropping|losing|training|drawing|applying|using)\b)",
     re.IGNORECASE,
 )
 #: Where a clause ends for a known wrong explanation (commas do not end it).
@@ -223,8 +234,13 @@ _ELLIPTICAL = (
 )
 #: A claim in double quotes, named as a story or an idea ('the "X" story', 'ruled out the "X" idea').
 _QUOTED = r"(?:\x22[^\x22\n]{1,200}\x22|\u201c[^\u201d\n]{1,200}\u201d)"
-#: What makes a "confirmed" no confirmation yet: "not", "nothing", "none", "(to) be", "been", "yet" before it.
-_UNCONFIRMED = r"(?<!\bnot\s)(?<!\bnothing\s)(?<!\bnone\s)(?<!\bbe\s)(?<!\bbeen\s)(?<!\byet\s)"
+#: What makes a "confirmed" no confirmation yet: "not", "nothing", "none", "(to) be", "been", "yet" before it; round
+#: 32: "neither", and "nothing / none / neither is" (or was, are, were: "The other one is … Neither is confirmed.")
+_UNCONFIRMED = (
+    r"(?<!\bnot\s)(?<!\bnothing\s)(?<!\bnone\s)(?<!\bneither\s)(?<!\bbe\s)(?<!\bbeen\s)(?<!\byet\s)"
+    r"(?<!\bnothing\sis\s)(?<!\bnothing\swas\s)(?<!\bneither\sis\s)(?<!\bneither\swas\s)(?<!\bnone\sis\s)(?<!\bnone\swas\s)"
+    r"(?<!\bnone\sare\s)(?<!\bnone\swere\s)"
+)
 #: An experiment that changed nothing ("made no difference", "unchanged", "still differ by the same amount",
 #: "same failure"): a verdict after it in its sentence is about the hypothesis the experiment tested.
 NULL_RESULT = re.compile(
@@ -246,6 +262,9 @@ RETRACTION = re.compile(
     r"my\s+(?:earlier|previous|last|first)\b)"
     r"|\bi\s+take\s+(?:that|it|this|everything|all\s+of\s+that)\s+back\b|\bi\s+(?:hereby\s+)?(?:retract|withdraw)\b"
     r"|\b(?:retracted|withdrawn)\s*[:.!)\]]|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:[\w.-]{1,12}(?::\d\d)?\s*:\s*)?(?:retracted|withdrawn)\b"
+    # round 32: the passive at the end of its clause ("Section 3 is withdrawn in full; the remaining sections stand")
+    r"|\b(?:is|are|was|were)\s+(?:hereby\s+|now\s+)?(?:retracted|withdrawn)(?=\s*(?:[.;:,!)\u2014\u2013]|\s-\s|$)|\s+in\s+"
+    r"(?:full|its\s+entirety|whole)\b|\s+(?:entirely|completely)\b)"
     # round 17: "Struck that out: …", "so withdrawing the shard-norm theory"
     r"|\bstruck\s+(?:that|this|it)(?:\s+out)?\b"
     r"|\b(?:retract|withdraw)(?:ing|ed|n)?\s+(?:the|my|that|this)\s+(?:[\w-]+\s+){0,3}?(?:theory|hypothesis|idea|claim|"
@@ -370,6 +389,8 @@ REFUTATION = re.compile(
     # round 27: 'Ruled out the "optimizer holds the pre-shard root params" idea: …' (a named claim after "ruled out")
     rf"|{_NOT_PLANNED}\brul(?:e|es|ed|ing)\s+out\s+(?:the|that|this|my|our|their|his|her)\s+{_QUOTED}\s+"
     rf"(?:[\w-]+\s+){{0,2}}?{_CLAIMS}\b"
+    # round 32: … or named unquoted ("So I'm ruling out the untagged-shard explanation.")
+    rf"|{_NOT_PLANNED}\brul(?:e|es|ed|ing)\s+out\s+(?:the|that|this|my|our|their|his|her)\s+(?:[\w-]+\s+){{1,3}}?{_CLAIMS}\b"
     r"|\b(?:point|item|step|bullet|note|line|claim)\s*#?\d{1,2}\s+(?:is|was)\s+(?:wrong|incorrect|false|mistaken)\b"
     # round 18: "So not that — back to looking at the engine."
     rf"|{_START}[\W_]*(?:so|hence|thus|therefore)\s*,?\s+not\s+(?:that|it|this)\s*(?=[.;!\u2014\u2013]|\s-+\s|$)"
@@ -397,7 +418,9 @@ REFUTATION = re.compile(
     r"(?:false|untrue|not\s+true|not\s+correct|incorrect)\b"
     # round 16: a flag's value ("It's false in the shipped config, so …"), not a verdict
     r"(?!\s+(?:by\s+default|(?:in|for|under)\s+(?:the\s+|our\s+)?(?:shipped|default|current|base|production)\s+(?:config|"
-    r"configuration|yaml|settings?|setup|run)))"
+    r"configuration|yaml|settings?|setup|run)"
+    # round 32: … or in a config file it names ("tied to train.deterministic and that's false in small.toml")
+    r"|(?:in|for|under)\s+`?[\w./-]+\.(?:toml|ya?ml|json|cfg|ini|conf)\b))"
     r"|\b(?:that's|that\s+is|that\s+was|it's|it\s+is|it\s+was|this\s+is|this\s+was)\s+(?:wrong|mistaken)\s*"
     r"(?:[.;:!,—–-]|$|after\s+all)"
     r"|\b(?:that's|that\s+is|it's|it\s+is|this\s+is)\s+no\s+longer\s+(?:true|the\s+case|correct|right)\b"
@@ -635,6 +658,8 @@ COUNTERFACTUAL = re.compile(
     r"\bwould\b[^.;!?]{0,200}?\bif\s+(?:\w+\s+){1,6}?(?:were|had\s+been|was\s+ever|did)\b", re.IGNORECASE
 )
 ONLY_IF = re.compile(r"\bonly\s+if\b", re.IGNORECASE)
+#: A parenthesis (not nested).
+PARENTHESIS = re.compile(r"\([^()\n]{0,300}\)")
 #: A yes/no question: a sentence ending in "?" that opens with an auxiliary verb or a "maybe" ("Is X …?",
 #: "Could it be that X?", "So does X …?"); "why"/"what" questions are not (they often introduce the answer).
 YES_NO_QUESTION = re.compile(
@@ -2150,7 +2175,10 @@ def _hypothetical(text: str, at: int) -> bool:
         return True
     # "X would hold only if Y": a past "were" is no modal here ("counts a parameter only if it is tagged, so the shards
     # were treated as replicas"; round 27)
-    if ONLY_IF.search(sentence) and any(m.group(0).lower() != "were" for m in MODAL.finditer(sentence)):
+    # (round 32: nor a modal in a parenthesis, an aside on something else: "counts a parameter only if it carries the
+    # tag, and our weights don't have it (megatron-core would set it during init, which we disable)")
+    plain = PARENTHESIS.sub(lambda m: " " * len(m.group(0)), sentence)
+    if ONLY_IF.search(plain) and any(m.group(0).lower() != "were" for m in MODAL.finditer(plain)):
         return True
     if supposes and IF_THEN.search(sentence) and HEDGED_CONDITION.search(sentence):
         return True  # "If X (looks like it from line 83), then Y": a condition the agent only leans towards
