@@ -33,7 +33,9 @@ from gym_trainfail.diagnosis.reading import (
     cued,
     endorses,
     negations,
+    same_sentence,
     stances,
+    supposed,
     views,
     withdrawals,
     withdrawn,
@@ -160,7 +162,8 @@ def _rejected_later(
     stance model must read the whole statement as denied too. The denial looked at is the concept's last (``last``:
     name to its latest denied match): an earlier one, inside what the writer names before putting it forward ('Ruled
     out the "X" explanation: whether or not X makes no difference … So X is not what breaks it'; round 31), is no
-    answer to it."""
+    answer to it. A supposition the statement argues against ("It can't be X. If X were so, Y would …"; round 32) is
+    answered by a denial or withdrawal in another sentence on either side."""
     for name in required:
         found = held.get(name, {})
         if "asserted" in found or "hypothesised" not in found:
@@ -169,7 +172,11 @@ def _rejected_later(
         # round 32: a supposition argued against ("It can't be X. If X were so, Y would … So I'm ruling out the X
         # explanation."): what the statement supposes to refute is no hypothesis, whichever side the denial is on
         against = found.get("denied") or found.get("withdrawn")
-        if against is not None and _supposed(statement, put.start) and not _same_sentence(statement, put, against):
+        if (
+            against is not None
+            and supposed(statement, put.start)
+            and not same_sentence(statement, put.start, against.start)
+        ):
             return True
         if "denied" not in found:
             continue
@@ -177,32 +184,6 @@ def _rejected_later(
         if denial.start > put.start and SENTENCE_END.search(statement, put.start, denial.start):
             return True
     return False
-
-
-#: A sentence that supposes a condition to draw its consequence ("If DeepSpeed were dropping the shards, the logged
-#: norm would also be wrong"): it opens with "if" and says what "would" follow.
-SUPPOSITION = re.compile(
-    r"[\W_]*(?:(?:but|and|so|now|yet)\s*,?\s+)?if\b(?:[^.!?]|[.](?=\S)){0,400}?\bwould\b", re.IGNORECASE
-)
-
-
-#: A sentence's end in prose that may be hard-wrapped (a single line break does not end it).
-_PROSE_END = re.compile(r"[.!?](?=\s)|\n\s*\n")
-
-
-def _sentence_start(statement: str, at: int) -> int:
-    ends = [m.end() for m in _PROSE_END.finditer(statement, 0, at)]
-    return ends[-1] if ends else 0
-
-
-def _supposed(statement: str, at: int) -> bool:
-    """Whether the sentence holding ``at`` is a supposition (:data:`SUPPOSITION`)."""
-    return SUPPOSITION.match(statement, _sentence_start(statement, at)) is not None
-
-
-def _same_sentence(statement: str, a: Any, b: Any) -> bool:
-    first, second = (a, b) if a.start <= b.start else (b, a)
-    return _PROSE_END.search(statement, first.start, second.start) is None
 
 
 #: A sentence's end between two matches: a full stop, "!" or "?" before a space, or a line break; or a colon that

@@ -2543,6 +2543,24 @@ def _prose_sentence(text: str, at: int) -> tuple[int, int]:
     return max(begin, at - MAX_SENTENCE), min(stop, at + MAX_SENTENCE)
 
 
+#: A sentence that supposes a condition to draw its consequence ("If DeepSpeed were dropping the shards, the logged
+#: norm would also be wrong"): it opens with "if" and says what "would" follow.
+SUPPOSITION = re.compile(
+    r"[\W_]*(?:(?:but|and|so|now|yet)\s*,?\s+)?if\b(?:[^.!?]|[.](?=\S)){0,400}?\bwould\b", re.IGNORECASE
+)
+
+
+def supposed(text: str, at: int) -> bool:
+    """Whether the prose sentence holding ``at`` is a supposition (:data:`SUPPOSITION`)."""
+    begin, _ = _prose_sentence(text, at)
+    return SUPPOSITION.match(text, begin) is not None
+
+
+def same_sentence(text: str, a: int, b: int) -> bool:
+    """Whether ``a`` and ``b`` lie in one prose sentence of ``text`` (a hard-wrapped line break does not end one)."""
+    return _prose_sentence(text, a) == _prose_sentence(text, b)
+
+
 #: A claim named as a proposition ("the idea that X", "the claim that X") …
 PROPOSITION = re.compile(
     r"\bthe\s+(?:idea|theory|hypothesis|notion|suggestion|conjecture|claim|assumption|premise|story|explanation)"
