@@ -1839,3 +1839,57 @@ def test_round_32_a_modal_in_an_aside_makes_no_condition() -> None:
     assert _credited(statement) == (True, True)
     # attack: a modal outside the aside still makes the "only if" sentence a supposition
     assert _credited("The planner would miss the head only if " + CLAIM + ".") == (False, True)
+
+
+def test_round_33_a_ruling_out_not_done_takes_nothing_back() -> None:
+    # round 33: "haven't ruled that out" (another cause left open) and "can't be ruled out" refute nothing
+    candidate = "Candidate: " + CLAIM + "."
+    assert _credited(candidate + " Could just as well be a leak; haven't ruled that out.") == (False, True)
+    assert _credited(CORRECT + " A leak can't be ruled out.") == (True, True)
+    assert _credited(CORRECT + " Not ruled out yet: a leak.") == (True, True)
+    # attack: a ruling-out that was done still takes the claim back, in either form
+    assert _credited(candidate + " I have ruled that out.") == (False, False)
+    assert _credited(CORRECT + " That has been ruled out.") == (False, False)
+    assert _credited(CORRECT + " Ruled out.") == (False, False)
+
+
+def test_round_33_a_settings_value_with_its_name_between() -> None:
+    # round 33: "it follows the `deterministic` setting, which is false" notes the setting's value
+    assert _credited(CORRECT.rstrip(".") + " (it follows the `deterministic` setting, which is false).") == (True, True)
+    # attack: without a code token before the setting's name it is still a verdict on what came before
+    assert _credited("The " + CLAIM[4:] + " in the default setting, which is false.") == (False, False)
+
+
+def test_round_33_the_agents_own_conditional_story() -> None:
+    # round 33: "if they differ, the story would be: X" is the agent's own conditional, put forward
+    plan = "Plan: 1. dump the sizes. 2. if they differ, the story would be: " + CLAIM + ". Will confirm or drop it."
+    assert _credited(plan) == (False, True)
+    assert _credited("If so, then the story would be: " + CLAIM + ".") == (False, True)
+    # attack: a case made for someone else's claim still reports it
+    assert _credited("Their argument would be: " + CLAIM + ".") == (False, False)
+    assert _credited("The argument would be: " + CLAIM + ". I don't buy it.") == (False, False)
+
+
+def test_round_33_nor_goes_on_listing_what_an_account_leaves_out() -> None:
+    # round 33: "doesn't account for X (…) nor for Y": Y is presupposed like X, however far the aside puts it
+    statement = (
+        "The planner doesn't account for the head (three buffers over the padded vocab) nor for the checkpoint "
+        "inputs stay live."
+    )
+    assert _credited(statement) == (True, True)
+    # attack: a "nor" opening its own predicate denies it, and a "nor" with no omission before it is a negation
+    assert _credited(
+        "The planner doesn't account for the head: three buffers, nor do the checkpoint inputs stay live."
+    ) == (False, False)
+    assert _credited(
+        "The planner misses the head: three buffers. Not a leak, nor the checkpoint inputs stay live."
+    ) == (False, False)
+
+
+def test_round_33_a_verification_of_nothing_confirms_nothing() -> None:
+    # round 33: "I lean towards A but have verified neither" leaves A put forward
+    both = "Hypothesis A: " + CLAIM + ".\nHypothesis B: a leak.\n"
+    assert _credited(both + "I lean towards A but have verified neither.") == (False, True)
+    assert _credited(both + "I have verified none of it.") == (False, True)
+    # attack: a verification is still a confirmation
+    assert _credited(both + "I have verified A.") == (True, True)

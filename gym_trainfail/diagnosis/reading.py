@@ -372,6 +372,8 @@ PAST_BELIEF = re.compile(
 _NOT_PLANNED = (
     r"(?<!\bto\s)(?<!\bor\s)(?<!\bcan\s)(?<!\bcould\s)(?<!\bwould\s)(?<!\bwill\s)(?<!\bshould\s)(?<!\bmight\s)"
     r"(?<!\bmay\s)(?<!\bhelp\s)"
+    # round 33: … nor one not (yet) done ("Could be something in DDP; haven't ruled that out", "can't rule it out")
+    r"(?<!n't\s)(?<!\bnot\s)(?<!\bnever\s)(?<!\byet\s)"
 )
 REFUTATION = re.compile(
     r"\b(?:that's|that\s+is|that\s+was|this\s+is|this\s+was|it's|it\s+is|it\s+was)\s+not\s+it\b"
@@ -436,7 +438,9 @@ REFUTATION = re.compile(
     r"|\b(?:none\s+of\s+(?:this|that|these|those|it|them|the\s+above)|(?:this|that|these|those|it|they)(?:\s+\w+)?)\s+"
     r"(?:doesn't|does\s+not|don't|do\s+not|can't|cannot|didn't|did\s+not)\s+explain\b"
     r"|\bnone\s+of\s+(?:this|that|these|those|the\s+above)\s+explains?\b"
-    r"|\b(?:ruled\s+out|disproved|disproven|refuted|falsified|debunked)\s*(?=[.!;\n]|$)"
+    # (round 33: not one that cannot be or has not been done: "That can't be ruled out.", "not yet ruled out")
+    r"|(?<!n't\sbe\s)(?<!not\sbe\s)(?<!n't\sbeen\s)(?<!not\sbeen\s)(?<!\bnot\s)(?<!n't\s)(?<!\byet\s)"
+    r"\b(?:ruled\s+out|disproved|disproven|refuted|falsified|debunked)\s*(?=[.!;\n]|$)"
     r"|\b(?:is|was|are|were|has\s+been|have\s+been)\s+(?:refuted|disproved|disproven|falsified|contradicted|debunked)\b"
     r"|\b(?:isn't|is\s+not|wasn't|was\s+not)\s+what\s+(?:\w+\s+){0,2}?(?:does|do|did|happens|happened|is\s+going\s+on|"
     r"is\s+happening)\b|\b(?:isn't|is\s+not|wasn't|was\s+not)\s+what(?:'s|\s+is|\s+was)\s+(?:happening|going\s+on)\b"
@@ -959,7 +963,9 @@ ATTRIBUTION = re.compile(
     r"|(?:someone|somebody|one|people|a\s+reviewer|others|a\s+skeptic)\s+(?:might|may|could|would)\s+(?:say|argue|claim|suggest)\b"
     r"(?:\s+that\b)?"
     # round 15: a case made for a claim the agent is about to answer ("The argument would go: X", "I know the claim: X")
-    r"|(?:the|their|his|her)\s+(?:argument|claim|story|reasoning|theory|case)\s+(?:would\s+go|goes|went|runs|ran|would\s+be)\s*:"
+    # (round 33: not the agent's own conditional, "3. if they differ, the story would be: X. Will confirm or drop it")
+    r"|(?:the|their|his|her)\s+(?:argument|claim|story|reasoning|theory|case)\s+(?:would\s+go|goes|went|runs|ran)\s*:"
+    r"|(?:(?<!,\s)(?<!\bthen\s)the|their|his|her)\s+(?:argument|claim|story|reasoning|theory|case)\s+would\s+be\s*:"
     r"|(?:i|we)\s+know\s+the\s+(?:claim|argument|story|theory)\s*:"
     r"|(?:the\s+)?(?:received|common|conventional|usual|popular|accepted|standard|team'?s?)\s+"
     r"(?:wisdom|explanation|theory|story|view|belief|assumption|diagnosis)\s+(?:is|was|says?|said)\b(?:\s+that\b)?"
@@ -1464,7 +1470,9 @@ UNVERIFIED = re.compile(
 #: put forward before it is asserted.
 CONFIRMATION = re.compile(
     rf"{_UNCONFIRMED}(?<!n't\s)(?<!\bif\s)(?<!\bonce\s)(?<!\buntil\s)(?<!\bunless\s)(?<!\bwhen\s)"
-    r"(?<!\bnever\s)(?<!\bto\s)(?<!\bnot\s\w{3}\s)\b(?:confirmed|verified)\b(?!\s+(?:whether|if|yet)\b)"
+    # (round 33: nor one with its object negated: "I lean towards A but have verified neither")
+    r"(?<!\bnever\s)(?<!\bto\s)(?<!\bnot\s\w{3}\s)\b(?:confirmed|verified)\b"
+    r"(?!\s+(?:whether|if|yet|neither|none|nothing|either|any|anything)\b)"
     r"|\b(?:probe|run|rerun|trace|numbers|counts|logs?|checkpoints?|masks|test|experiment|measurement|output|data|"
     r"digests?|profile|printout|diff|comparison|dumps?|checks?|plots?|curves?)\s+(?:\w+\s+){0,2}?(?<!\bto\s)(?:confirms|supports|"
     r"supported|confirm\s+(?:it|this|that)|support\s+(?:it|this|that)|bears?\s+(?:it|this|that)\s+out|bore\s+(?:it|this|that)\s+"
@@ -1995,6 +2003,8 @@ def _negated_before(text: str, match: re.Match[str], *, wrong: bool) -> bool:
         wrong
         or not (
             OMISSION.match(clause, end)
+            or word.lower() == "nor"
+            and _continues_omission(text, start + at)
             or NOTHING_IN.match(clause, end)
             and NOTHING.fullmatch(word)
             or FACT_THAT.search(clause, end)
@@ -2005,6 +2015,24 @@ def _negated_before(text: str, match: re.Match[str], *, wrong: bool) -> bool:
         for at, end, word in found
         if not _elliptical_omission(text, start + at) and not _quoted_before(text, start + at, match.start())
     )
+
+
+#: How far back in its sentence a "nor" looks for the omission it continues.
+OMISSION_REACH = 300
+#: A "nor" opening a predicate of its own ("… nor does it keep Y"), which negates it.
+NOR_PREDICATE = re.compile(
+    r"nor\s+(?:does|do|did|is|are|was|were|can|could|will|would|has|have|had|should|must)\b", re.IGNORECASE
+)
+
+
+def _continues_omission(text: str, at: int) -> bool:
+    """Whether the "nor" at ``at`` goes on listing what a negated omission verb earlier in its sentence leaves out
+    ("It never accounts for the head's backward (three buffers …) nor for the saved inputs still held": both are
+    presupposed, as after the verb itself), rather than opening a predicate of its own ("nor does it keep Y")."""
+    if NOR_PREDICATE.match(text, at):
+        return False
+    head = text[max(0, at - OMISSION_REACH, _prose_sentence(text, at)[0]) : at]
+    return any(OMISSION.match(head, n.end()) for n in negations(head))
 
 
 #: A verb and its object after a noun negated by "no" ("… a per-shard norm with no all-reduce and clip each shard
@@ -2504,8 +2532,12 @@ def _judged_false(text: str, start: int) -> bool:
     return False
 
 
-#: A code token (an identifier with a dot, an underscore, backticks or an assignment) right before a value note.
-CODE_TOKEN_BEFORE = re.compile(r"(?:`[^`\n]{1,80}`|[\w.\[\]()=]*[._=][\w.\[\]()=]*)\s*,?\s*$")
+#: A code token (an identifier with a dot, an underscore, backticks or an assignment) right before a value note
+#: (round 33: or with what it is called between them: "it follows the `deterministic` setting, which is false").
+CODE_TOKEN_BEFORE = re.compile(
+    r"(?:`[^`\n]{1,80}`|[\w.\[\]()=]*[._=][\w.\[\]()=]*)"
+    r"(?:\s+(?:setting|flag|option|switch|knob|field|key|parameter|argument|config\s+value))?\s*,?\s*$"
+)
 #: A value note on a setting: "(false)", ", which is false", "which is False".
 VALUE_NOTE = re.compile(
     r"(?:\(\s*(?:false|true|off|on|none|0|1)\s*\)|,?\s*which\s+(?:is|was)\s+(?:false|true)\b)", re.IGNORECASE
