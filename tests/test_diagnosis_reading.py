@@ -1893,3 +1893,23 @@ def test_round_33_a_verification_of_nothing_confirms_nothing() -> None:
     assert _credited(both + "I have verified none of it.") == (False, True)
     # attack: a verification is still a confirmation
     assert _credited(both + "I have verified A.") == (True, True)
+
+
+def test_round_34_a_new_possessive_subject_ends_a_negation() -> None:
+    # round 34: "the guard never fires and ShardBatchSampler's DistributedSampler replays …": a new subject, possessive
+    statement = (
+        "The planner misses the head: the guard never fires and {} three buffers while the checkpoint inputs stay live."
+    )
+    assert _credited(statement.format("Planner's allocator holds")) == (True, True)
+    assert _credited(statement.format("HeadAllocator's pool replays")) == (True, True)
+    # attack: a second predicate of the same subject stays under the negation
+    assert _credited(statement.format("holds")) == (False, False)
+
+
+def test_round_34_a_no_compound_negates_nothing() -> None:
+    # round 34: "no-drop gating", "the no-op hook" are adjectives, not negations of what follows
+    assert _credited("In no-drop mode " + CLAIM + ".") == (True, True)
+    assert _credited("With the no-op hook " + CLAIM + ".") == (True, True)
+    # attack: "no-one" is still a negation, and so is a plain "no"
+    assert _credited("No-one thinks " + CLAIM + ".") == (False, False)
+    assert _credited("In drop mode no " + CLAIM[4:] + ".") == (False, False)

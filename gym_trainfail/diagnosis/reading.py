@@ -82,6 +82,8 @@ SPEAKER = re.compile(r"\b(?:i|we)(?:\s+(?:do|did|really|just|still|simply))*\s*$
 #: Phrases built from a negation word that do not negate ("not only", "no longer").
 NOT_NEGATION = re.compile(
     r"\bnot\s+(?:only|just|merely|simply|least|surprising\w*)\b|\bno\s+(?:longer|doubt|wonder|matter)\b|"
+    # round 34: a compound adjective built on "no-" ("no-drop gating", "the no-op hook"; not "no-one")
+    r"\bno-(?!one\b)(?=[a-z])|"
     r"\bif\s+not\b|\bwhether\s+or\s+not\b"
     # round 16: a condition stated negatively ("when batches are not split across processes its wrapper advances …"):
     # the negation is the condition's, not a denial of what follows it
@@ -129,8 +131,9 @@ CLAUSE_BREAK = re.compile(
     # round 17: "the blocks never run inside the tracker's fork and draw from the default stream"
     r"|(?:draw|draws|drew|pull|pulls|pulled|fall|falls|fell)\s+(?:back\s+)?(?:from|on|to)\b"
     # round 18: a new subject with its own verb ("the fork is never entered and hidden dropout uses the default stream")
-    r"|(?:[a-z_]+\s+){1,2}(?:uses|draws|gets|takes|reads|runs|keeps|stays|sees|applies|steps|holds|loads|calls|sits|repeats|"
-    r"produces|returns|skips|falls|gives|makes|starts|ends|lands|comes|goes)\b)"
+    # (round 34: also a possessive one, "the guard never fires and ShardBatchSampler's DistributedSampler replays …")
+    r"|(?:[a-z_]+(?:'s)?\s+){1,2}(?:uses|draws|gets|takes|reads|runs|keeps|stays|sees|applies|steps|holds|loads|calls|sits|"
+    r"repeats|replays|reuses|produces|returns|skips|falls|gives|makes|starts|ends|lands|comes|goes)\b)"
     r"|(?<!\bnot\s)(?<!n't\s)(?<!\bnever\s)\b(?:because|since|while|whereas|when)\b"
     # round 28: "instead of" / "rather than" negates its short object, not the predicate after it ("Dividing by W/ep
     # instead of W leaves a factor ep")
