@@ -53,6 +53,12 @@ def runtime() -> Runtime:
 
 
 @pytest.fixture(scope="session")
+def traincheck_runtime() -> Runtime:
+    """The treatment runtime (TrainCheck 0.2.0 adds about 560 MB; minutes on first use)."""
+    return build_runtime("traincheck")
+
+
+@pytest.fixture(scope="session")
 def echo_case() -> CaseSpec:
     return load_case(ECHO_CASE)
 

@@ -30,7 +30,7 @@ from gym_trainfail.grading import Grader, Receipt
 from gym_trainfail.ledger import read_events
 from gym_trainfail.registry import get_case
 from gym_trainfail.revisions import RevisionLog
-from gym_trainfail.runtimes import TRAINCHECK_COMMANDS, Runtime, build_runtime
+from gym_trainfail.runtimes import TRAINCHECK_COMMANDS, Runtime
 from gym_trainfail.sandbox.docker_engine import connect
 from gym_trainfail.sandbox.docker_image import build_image
 
@@ -44,12 +44,6 @@ def engine_unavailable(reason: str) -> NoReturn:
     if os.environ.get("CI"):
         pytest.fail(f"CI runs the docker tests against a real engine (scripts/start-dockerd.sh); {reason}")
     pytest.skip(reason)
-
-
-@pytest.fixture(scope="session")
-def traincheck_runtime() -> Runtime:
-    """The treatment runtime (TrainCheck 0.2.0 adds about 560 MB; minutes on first use)."""
-    return build_runtime("traincheck")
 
 
 def require_image(arm: str) -> None:

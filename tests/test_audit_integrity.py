@@ -28,7 +28,7 @@ from gym_trainfail.batch.worker import _judge_finished
 from gym_trainfail.cases import CaseSpec
 from gym_trainfail.env import TrainFailEnv
 from gym_trainfail.ledger import read_events, summarize
-from gym_trainfail.runtimes import DECOY_DIR, DECOY_PACKAGE, Runtime, build_runtime
+from gym_trainfail.runtimes import DECOY_DIR, DECOY_PACKAGE, Runtime
 from gym_trainfail.sandbox import Mount, SandboxConfig
 from gym_trainfail.sandbox.audit import MAX_RECORDS, parse_reports
 from gym_trainfail.sandbox.docker import DockerSandbox
@@ -207,12 +207,6 @@ def test_runtime_paths_follow_the_runtime_as_each_backend_shows_it(runtime: Runt
 
 
 # -- forged records from inside a real sandbox, in both arms -----------------------------------
-
-
-@pytest.fixture(scope="session")
-def traincheck_runtime() -> Runtime:
-    """The treatment runtime (TrainCheck 0.2.0 adds about 560 MB; minutes on first use)."""
-    return build_runtime("traincheck")
 
 
 @pytest.fixture(

@@ -534,7 +534,7 @@ def test_a_conversation_yields_every_milestone_in_grade_json(
 
 
 def test_study_agent_reads_hypothesises_probes_submits_wrong_then_right(
-    echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None, tmp_path: Path
+    echo_case: CaseSpec, runtime: Runtime, traincheck_runtime: Runtime, bwrap_usable: None, tmp_path: Path
 ) -> None:
     result = run_episode(StudyAgent(), case=echo_case, arm="traincheck", sandbox="bwrap", run_dir=tmp_path / "run")
     assert (result.reward, result.reward_status) == (1.0, "graded")

@@ -30,7 +30,7 @@ from gym_trainfail.reach.results import (
 )
 from gym_trainfail.reach.spec import spec_path
 from gym_trainfail.reach.workflow import VariantResult, instrumentable
-from gym_trainfail.runtimes import Runtime, build_runtime
+from gym_trainfail.runtimes import Runtime
 
 from .conftest import ECHO_CASE
 
@@ -328,11 +328,6 @@ def test_every_shipped_reach_spec_loads() -> None:
 
 
 # -- the workflow, for real (slow) ------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def traincheck_runtime() -> Runtime:
-    return build_runtime("traincheck")
 
 
 @pytest.mark.slow
