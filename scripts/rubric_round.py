@@ -2,8 +2,9 @@
 
     rubric_round.py snapshot DEST               a blind snapshot of HEAD for held-out writers (no rubric, set, record,
                                                  reader, its tests or diagnosis docs)
-    rubric_round.py merge OUT SET_DIR SET_DIR    per case, check each set's hash and write OUT/<case>/diagnosis/heldout.toml
-                                                 (ids prefixed with the set folder's tag, e.g. heldout-r43 -> r43-h01)
+    rubric_round.py merge OUT SET_DIR SET_DIR    per case, check each set's hash and write
+                                                 OUT/<case>/diagnosis/heldout.toml (ids prefixed with the set
+                                                 folder's tag, e.g. heldout-r43 -> r43-h01)
     rubric_round.py install SET_DIR             copy a merged set into every case's grader/diagnosis/
     rubric_round.py release TAG "round N"       append every installed held-out set to its rubric as development
                                                  statements ("released held-out TAG <id>: <style>"), then remove it
@@ -29,15 +30,28 @@ import tempfile
 import tomllib
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 ENVS = ROOT / "envs"
 TUNE = Path(os.environ.get("TUNE", "/tmp/tune"))
 #: What a blind writer must not see.
-HIDDEN = ("envs/*/grader/diagnosis", "envs/*/admission*.json", "envs/*/traincheck-reach.json",
-          "tests/fixtures/cases/*/grader/diagnosis", "docs/diagnosis.md", "docs/case-authoring.md",
-          "docs/heldout-writing.md", "gym_trainfail/diagnosis", "tests/test_diagnosis*", "tests/test_stance_model.py",
-          "tests/test_mechanism_model.py", "tests/test_admission.py", "leaderboards", "scripts/rubric_round.py")
+HIDDEN = (
+    "envs/*/grader/diagnosis",
+    "envs/*/admission*.json",
+    "envs/*/traincheck-reach.json",
+    "tests/fixtures/cases/*/grader/diagnosis",
+    "docs/diagnosis.md",
+    "docs/case-authoring.md",
+    "docs/heldout-writing.md",
+    "gym_trainfail/diagnosis",
+    "tests/test_diagnosis*",
+    "tests/test_stance_model.py",
+    "tests/test_mechanism_model.py",
+    "tests/test_admission.py",
+    "leaderboards",
+    "scripts/rubric_round.py",
+)
 
 
 def toml_string(s: str) -> str:
@@ -121,9 +135,11 @@ def release(tag: str, round_name: str) -> None:
         meta, statements = data["heldout"], data["statement"]
         rule = "# " + "-" * 93
         lines = ["", rule,
-                 f"# released held-out {tag} ({meta['author']}, written {meta['written']}; {len(statements)} statements, "
-                 "schema v5;", "# measured before release, figures in docs/diagnosis.md),",
-                 f"# appended as development statements by issue 35 {round_name} with their stance and mechanism labels",
+                 f"# released held-out {tag} ({meta['author']}, written {meta['written']}; "
+                 f"{len(statements)} statements, schema v5;",
+                 "# measured before release, figures in docs/diagnosis.md),",
+                 f"# appended as development statements by issue 35 {round_name} with their stance and mechanism "
+                 "labels",
                  rule]  # fmt: skip
         for st in statements:
             lines += ["", "[[fixture]]", f'expect = "{st["expect"]}"', f'stance = "{st["stance"]}"',
@@ -142,12 +158,10 @@ def release(tag: str, round_name: str) -> None:
 
 def _check_one(case: str) -> tuple[str, int, int]:
     os.environ["TRAINFAIL_HOME"] = tempfile.mkdtemp(prefix="tf-home-")
-    from gym_trainfail.cases import load_case
     from gym_trainfail.diagnosis.fixtures import check_fixtures
     from gym_trainfail.diagnosis.judges import RubricJudge
 
-    rubric = load_case(ENVS / case).rubric
-    assert rubric is not None
+    rubric = _rubric(case)
     found = check_fixtures(rubric, RubricJudge())
     TUNE.mkdir(parents=True, exist_ok=True)
     (TUNE / f"miss-{case}.txt").write_text("".join(m + "\n" for m in found.misjudged))
@@ -163,13 +177,19 @@ def check(cases: list[str]) -> None:
     print(f"misjudged in all: {total}")
 
 
-def _reading(case: str, text: str) -> list[str]:
+def _rubric(case: str, root: Path = ROOT) -> Any:
     from gym_trainfail.cases import load_case
+
+    rubric = load_case(root / "envs" / case).rubric
+    assert rubric is not None, f"{case} has no diagnosis rubric"
+    return rubric
+
+
+def _reading(rubric: Any, text: str) -> list[str]:
+    """The verdict on ``text`` and, per concept, the stances its phrasings matched in."""
     from gym_trainfail.diagnosis.judges import RubricJudge, _stances
     from gym_trainfail.diagnosis.reading import views, withdrawals
 
-    rubric = load_case(ENVS / case).rubric
-    assert rubric is not None
     v = RubricJudge().judge(text, rubric)
     taken_back = withdrawals(text, [p for w in rubric.wrong for p in w.phrasings])
     read = views(text)
@@ -181,42 +201,44 @@ def _reading(case: str, text: str) -> list[str]:
 
 
 def why(case: str, keys: list[str]) -> None:
-    from gym_trainfail.cases import load_case
-
     if keys == ["--miss"]:
-        keys = [line.rsplit(" (expected", 1)[0] for line in (TUNE / f"miss-{case}.txt").read_text().splitlines() if line]
-    rubric = load_case(ENVS / case).rubric
-    assert rubric is not None
+        keys = [
+            line.rsplit(" (expected", 1)[0] for line in (TUNE / f"miss-{case}.txt").read_text().splitlines() if line
+        ]
+    rubric = _rubric(case)
     for f in rubric.fixtures:
         label = f.label or f.text[:60]
         if any(k == label or k in label for k in keys):
             print(f"=== {label}\n  labelled: correct={f.correct} hypothesis={f.hypothesis} stance={f.stance} "
                   f"mechanism={f.mechanism}")  # fmt: skip
-            print("\n".join("  " + line for line in _reading(case, f.text)))
+            print("\n".join("  " + line for line in _reading(rubric, f.text)))
             print("  text: " + f.text.strip().replace("\n", "\n        "))
 
 
 def measure(merged: Path, rules: bool, root: Path) -> None:
-    code = (
-        "import os, sys, tempfile\n"
-        "from pathlib import Path\n"
-        f"sys.path.insert(0, {str(root)!r})\n"
-        "os.environ['TRAINFAIL_HOME'] = tempfile.mkdtemp(prefix='tf-home-')\n"
-        "from gym_trainfail.cases import load_case\n"
-        "from gym_trainfail.diagnosis.heldout import check_heldout, load_heldout, pooled_line, summary_line\n"
-        "from gym_trainfail.diagnosis.judges import RubricJudge\n"
-        f"merged, root, rules = Path({str(merged)!r}), Path({str(root)!r}), {rules!r}\n"
-        "checks = []\n"
-        "for case in sorted(p.name for p in merged.iterdir()):\n"
-        "    c = load_case(root / 'envs' / case)\n"
-        "    check = check_heldout(load_heldout(merged / case, c.id), c.rubric, RubricJudge(vetoes=not rules))\n"
-        "    checks.append(check)\n"
-        "    print(f'{case}: {summary_line(check)}', flush=True)\n"
-        "    for problem in check.problems():\n"
-        "        print(f'  refused: {problem}')\n"
-        "print(pooled_line(checks))\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
+    """The merged set's figures on ``root``'s judge: another checkout's code is run in a process of its own, with
+    that checkout first on the import path."""
+    if root.resolve() != ROOT and os.environ.get("RUBRIC_ROUND_ROOT") != str(root):
+        command = [sys.executable, __file__, "measure", str(merged), "--root", str(root), *(["--rules"] * rules)]
+        env = {**os.environ, "PYTHONPATH": str(root), "RUBRIC_ROUND_ROOT": str(root)}
+        subprocess.run(command, check=True, cwd=root, env=env)
+        return
+    os.environ["TRAINFAIL_HOME"] = tempfile.mkdtemp(prefix="tf-home-")
+    from gym_trainfail.cases import load_case
+    from gym_trainfail.diagnosis.heldout import check_heldout, load_heldout, pooled_line, summary_line
+    from gym_trainfail.diagnosis.judges import RubricJudge
+
+    checks = []
+    for case in sorted(p.name for p in merged.iterdir()):
+        spec = load_case(root / "envs" / case)
+        heldout = load_heldout(merged / case, spec.id)
+        assert heldout is not None and spec.rubric is not None, f"{case}: no held-out set or no rubric"
+        check = check_heldout(heldout, spec.rubric, RubricJudge(vetoes=not rules))
+        checks.append(check)
+        print(f"{case}: {summary_line(check)}", flush=True)
+        for problem in check.problems():
+            print(f"  refused: {problem}")
+    print(pooled_line(checks))
 
 
 def main(argv: list[str]) -> None:
@@ -236,7 +258,7 @@ def main(argv: list[str]) -> None:
     elif command == "why" and len(args) >= 2:
         why(args[0], args[1:])
     elif command == "judge" and len(args) == 2:
-        print("\n".join(_reading(args[0], args[1])))
+        print("\n".join(_reading(_rubric(args[0]), args[1])))
     elif command == "measure" and args:
         root = Path(args[args.index("--root") + 1]) if "--root" in args else ROOT
         measure(Path(args[0]), "--rules" in args, root)

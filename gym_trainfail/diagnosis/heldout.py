@@ -336,17 +336,15 @@ class HeldoutCheck:
             "hypotheses_credited": self.hypotheses.hits,
             "hypothesis_recall": self.hypotheses.rate,
             "hypothesis_false": self.hypothesis_false,
-            "rejection": {
-                stance: {"statements": share.statements, "rejected": share.hits, "rate": share.rate}
-                for stance, share in self.rejected
-            },
-            "rejection_all": {
-                "statements": self.rejection_all.statements,
-                "rejected": self.rejection_all.hits,
-                "rate": self.rejection_all.rate,
-            },
+            "rejection": {stance: _rejection_json(share) for stance, share in self.rejected},
+            "rejection_all": _rejection_json(self.rejection_all),
             "heldout_sha256": self.digest,
         }
+
+
+def _rejection_json(share: Share) -> dict[str, object]:
+    """A rejection count as the records hold it."""
+    return {"statements": share.statements, "rejected": share.hits, "rate": share.rate}
 
 
 def _pct(value: float | None) -> str:
