@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from gym_trainfail.cases import load_case
+from gym_trainfail.diagnosis import reading
 from gym_trainfail.diagnosis.fixtures import FixtureCheck, check_fixtures
 from gym_trainfail.diagnosis.judges import RubricJudge, _rejected_later
 from gym_trainfail.diagnosis.reading import ENDORSEMENT, Assertion, endorses, negations, views
@@ -1913,3 +1914,153 @@ def test_round_34_a_no_compound_negates_nothing() -> None:
     # attack: "no-one" is still a negation, and so is a plain "no"
     assert _credited("No-one thinks " + CLAIM + ".") == (False, False)
     assert _credited("In drop mode no " + CLAIM[4:] + ".") == (False, False)
+
+
+def test_round_35_a_ruling_out_not_done_leaves_what_was_said_a_hypothesis() -> None:
+    # round 35: "X. That can't be ruled out yet." puts X forward; it does not conclude it
+    assert _credited(CLAIM.capitalize() + ". That can't be ruled out yet.") == (False, True)
+    assert _credited(CLAIM.capitalize() + ". I haven't ruled it out.") == (False, True)
+    # attack: a ruling-out not done about something else named leaves the claim concluded
+    assert _credited(CLAIM.capitalize() + ". I can't rule out a second, smaller effect from the allocator.") == (
+        True,
+        True,
+    )
+
+
+def test_round_35_the_claim_would_be_that_opens_an_argument_the_agent_answers() -> None:
+    # round 35: "The claim would be that X; but …" states a case made for X, not the agent's conclusion
+    statement = "The claim would be that " + CLAIM + "; but the peak is the same with the head excluded."
+    assert _credited(statement) == (False, False)
+    # attack: the agent's own conditional after "if …, " still puts X forward as a hypothesis
+    assert _credited("If the peaks differ, the claim would be that " + CLAIM + ".") == (False, True)
+
+
+def test_round_35_an_edit_not_made_yet_takes_nothing_back() -> None:
+    # round 35: "Nothing changed in the code yet." says no edit was made; it is no experiment that changed nothing
+    plan = "Plan: 1. Dump the peaks per call. 2. My working hypothesis is that " + CLAIM + ".\n"
+    assert _credited(plan + "Nothing changed in the code yet.") == (False, True)
+    assert _credited(plan + "Nothing changed yet.") == (False, True)
+    # attack: an experiment that changed nothing still refutes what it tested
+    assert _credited(plan + "I priced the head in and nothing changed.") == (False, False)
+
+
+def test_round_35_a_plural_list_label_is_no_person_speaking() -> None:
+    # round 35: "Candidates:" before a list is a label, not a person named Candidates whose claim the agent declines
+    statement = "Candidates:\n(a) " + CLAIM + ";\n(b) fragmentation.\n(a) fits best, but I haven't confirmed it."
+    assert _credited(statement) == (False, True)
+    # attack: a person's name before a colon still reports a claim the agent declines
+    assert _credited("Priya: " + CLAIM + ". I haven't confirmed it.") == (False, False)
+
+
+def test_round_35_a_claim_put_first_and_then_excluded_is_denied() -> None:
+    # round 35: "The idea that X, I checked and excluded: …"
+    statement = "The idea that " + CLAIM + ", I checked and excluded: the peaks match the price."
+    assert _credited(statement) == (False, False)
+    assert _credited("The theory that " + CLAIM + ", we ruled out.") == (False, False)
+    # attack: the same opening with the agent's own conclusion after it is no denial
+    assert _credited("The idea that " + CLAIM + ", I checked and confirmed: it holds.") == (True, True)
+
+
+def test_round_35_an_earlier_version_called_wrong_is_withdrawn() -> None:
+    # round 35: "Diagnosis (v1): X.\n\nDiagnosis (v2, replaces v1): On reflection, v1 is wrong -- Y."
+    statement = "Diagnosis (v1): " + CLAIM + ".\n\nDiagnosis (v2, replaces v1): On reflection, v1 is wrong -- {}."
+    assert _credited(statement.format("the allocator fragments")) == (False, False)
+    # attack: a version called right keeps it
+    assert _credited(statement.replace("v1 is wrong", "v1 is right").format("and the head is the cause")) == (
+        True,
+        True,
+    )
+
+
+def test_round_35_what_the_code_leaves_out_is_a_finding_not_a_ruling_out() -> None:
+    # round 35: "… so rank 1's fc1 and fc2 shards are excluded": the code excludes them, the agent denies nothing
+    assert _credited(CLAIM.capitalize() + ", so rank 1's gradient shards are excluded.") == (True, True)
+    # attack: a claim called excluded is still ruled out
+    assert _credited("The idea " + CLAIM + " is excluded.") == (False, False)
+
+
+def test_round_35_a_new_subject_in_the_past_tense_ends_a_negation() -> None:
+    # round 35: "the norm was never global and different ranks scaled by different factors"
+    statement = (
+        "The planner misses the head: the guard never fired and {} three buffers while the checkpoint inputs stay live."
+    )
+    assert _credited(statement.format("the allocator held")) == (True, True)
+    assert _credited(statement.format("rank 1 kept")) == (True, True)
+    # attack: a second participle of the same subject stays under the negation
+    assert _credited(statement.format("correctly held")) == (False, False)
+
+
+def test_round_35_instead_of_negates_a_four_word_object_only() -> None:
+    # round 35: "uses the norm of its own shard rather than the full gradient's norm and scales by its own coefficient"
+    statement = (
+        "The planner misses the head rather than {} and scales three buffers while the checkpoint inputs stay live."
+    )
+    assert _credited(statement.format("the full decoder's memory")) == (True, True)
+    # attack: a negation before the claim still denies it
+    assert _credited(
+        "The planner misses the head, but never scales three buffers while the checkpoint inputs stay live."
+    ) == (
+        False,
+        False,
+    )
+
+
+def test_round_35_the_agents_own_account_said_not_to_hold_is_withdrawn() -> None:
+    # round 35: "Notes, step 1: X. … So my step-1 explanation does not hold. Final answer: Y"
+    statement = (
+        "Step 1: "
+        + CLAIM
+        + ".\nStep 2: the peaks match the price. So my step-1 explanation {}. Final answer: none yet."
+    )
+    assert _credited(statement.format("does not hold")) == (False, False)
+    assert _credited(statement.format("no longer stands")) == (False, False)
+    # attack: someone else's account not holding takes nothing of the agent's back
+    assert _credited(statement.format("does not hold").replace("my step-1", "the ticket's")) == (True, True)
+
+
+def test_round_35_a_time_stamped_no_wrong_takes_the_earlier_note_back() -> None:
+    # round 35: "11:20 -- X.\n11:55 -- no, wrong. Y": the later note takes the earlier one back
+    statement = "11:20 -- " + CLAIM + ".\n11:55 -- {} The peaks match the price; something else."
+    assert _credited(statement.format("no, wrong.")) == (False, False)
+    assert _credited(statement.format("wrong.")) == (False, False)
+    # attack: a later note that says nothing is wrong keeps it
+    assert _credited(statement.format("confirmed.").replace(" The peaks match the price; something else.", "")) == (
+        True,
+        True,
+    )
+
+
+def test_round_35_an_expert_is_a_person_only_when_it_reports() -> None:
+    # round 35: "the all-reduce for an expert runs over its group" names a MoE expert, no one whose claim is declined
+    text = (
+        "I suspect a mismatch: the all-reduce for an expert runs over its group and {}. I haven't confirmed this yet."
+    )
+    assert reading.scopes(text.format(CLAIM)).attributed == ()
+    # attack: an expert who says something still reports a claim the agent declines
+    assert reading.scopes(text.replace("an expert runs", "an expert says it runs").format(CLAIM)).attributed != ()
+
+
+def test_round_35_a_possibility_the_agent_excluded_is_denied() -> None:
+    # round 35: "I specifically excluded the possibility that X; the expert updates are consistent."
+    assert _credited("I specifically excluded the possibility that " + CLAIM + ".") == (False, False)
+    assert _credited("We rejected the idea that " + CLAIM + "; the peaks match.") == (False, False)
+    # attack: a possibility the agent kept open is put forward
+    assert _credited("I kept open the possibility that " + CLAIM + ".") != (True, True)
+
+
+def test_round_35_a_proposition_called_not_the_problem_is_denied() -> None:
+    # round 35: "Not the ordering -- the idea that X is not the problem here."
+    text = "Not the ordering -- the idea that " + CLAIM + " is not the problem here. The spec itself differs."
+    assert reading._proposition_denied(text, text.index(CLAIM), text.index(CLAIM) + len(CLAIM))
+    # attack: another subject in a clause of its own called not the problem leaves the proposition standing
+    text = "I hold to the idea that " + CLAIM + "; fragmentation is not the problem."
+    assert not reading._proposition_denied(text, text.index(CLAIM), text.index(CLAIM) + len(CLAIM))
+
+
+def test_round_35_a_no_that_swaps_a_word_leaves_its_sentence_standing() -> None:
+    # round 35: "If X, DeepSpeed would count rank 1's grads... no, exclude them: it would count them only on rank 0"
+    text = "If " + CLAIM + ", the planner would price the buffers... no, skip them: the peak would exceed the price."
+    assert reading.withdrawals(text, []) == []
+    # attack: a "no" followed by a clause of its own still takes its sentence back (round 28)
+    assert reading.withdrawals("So " + CLAIM + "... no, it's a memory leak after all.", []) != []
+    assert _credited("So " + CLAIM + "... no, it's a memory leak after all.") == (False, False)

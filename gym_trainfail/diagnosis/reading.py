@@ -133,18 +133,25 @@ CLAUSE_BREAK = re.compile(
     # round 18: a new subject with its own verb ("the fork is never entered and hidden dropout uses the default stream")
     # (round 34: also a possessive one, "the guard never fires and ShardBatchSampler's DistributedSampler replays …")
     r"|(?:[a-z_]+(?:'s)?\s+){1,2}(?:uses|draws|gets|takes|reads|runs|keeps|stays|sees|applies|steps|holds|loads|calls|sits|"
-    r"repeats|replays|reuses|produces|returns|skips|falls|gives|makes|starts|ends|lands|comes|goes)\b)"
+    r"repeats|replays|reuses|produces|returns|skips|falls|gives|makes|starts|ends|lands|comes|goes)\b"
+    # round 35: … in the past tense ("the norm was never global and different ranks scaled by different factors"), not
+    # a second participle of the same subject ("is never all-reduced and then applied", "and gets scaled")
+    r"|(?!(?:then|also|therefore|thus|so|just|only|still|never|not|is|are|was|were|be|been|being|gets?|got|has|have|had|"
+    r"[a-z]+ly)\b)(?:[a-z_0-9]+(?:'s)?\s+){1,2}(?:scaled|clipped|used|drew|took|ran|kept|saw|applied|stepped|held|loaded|"
+    r"called|repeated|replayed|reused|produced|returned|skipped|gave|made|started|ended|landed|came|went|computed|divided|"
+    r"multiplied)\b)"
     r"|(?<!\bnot\s)(?<!n't\s)(?<!\bnever\s)\b(?:because|since|while|whereas|when)\b"
     # round 28: "instead of" / "rather than" negates its short object, not the predicate after it ("Dividing by W/ep
     # instead of W leaves a factor ep")
-    r"|\b(?:instead\s+of|rather\s+than)\s+[^\s,;:.!?]+(?:\s+[^\s,;:.!?]+){0,2}?\s+(?=(?:leaves|left|gives|gave|yields|"
+    # (round 35: a four-word object, "rather than the full gradient's norm and scales by its own coefficient")
+    r"|\b(?:instead\s+of|rather\s+than)\s+[^\s,;:.!?]+(?:\s+[^\s,;:.!?]+){0,3}?\s+(?=(?:leaves|left|gives|gave|yields|"
     r"yielded|makes|made|means|meant|produces|produced|inflates|inflated|multiplies|multiplied|scales|scaled|results\s+in|"
     r"resulted\s+in|leads\s+to|led\s+to|causes|caused)\b"
     # round 30: … nor a second predicate after "and" ("the masters move by lr*g instead of lr*g*c/n and drift from
     # rank 0's")
     # (round 31: "we skip 6 micro-batches instead of 24 and redo old data")
     r"|and\s+(?:then\s+)?(?:drift|diverge|differ|move|end|fall|come|stay|get|become|lag|update|step|leave|redo|re-?use|"
-    r"repeat|replay|re-?train|miss|lose|drop|skip|train|see|consume|overwrite)\w*\b"
+    r"repeat|replay|re-?train|miss|lose|drop|skip|train|see|consume|overwrite|scale|clip|divide|multipl)\w*\b"
     # round 32: … or with its auxiliary ("the skip is counted in optimizer steps instead of micro-batches and is missing
     # a factor of gradient_accumulation_steps")
     r"|and\s+(?:is|are|was|were)\s+(?:then\s+|therefore\s+|thus\s+|also\s+|now\s+)?(?:missing|short|off|lacking|"
@@ -174,12 +181,41 @@ MAX_SENTENCE = 1500
 NEGATION_REACH = 56
 #: How far into a match a clause break before it may look ahead ("and" before "each", "the", "we").
 BREAK_LOOKAHEAD = 16
+#: What code leaves out of a sum or a list (a shard, a gradient): "… are excluded" after it is a finding.
+_LEFT_OUT = (
+    "shard",
+    "shards",
+    "grad",
+    "grads",
+    "gradient",
+    "gradients",
+    "parameter",
+    "parameters",
+    "params",
+    "weight",
+    "weights",
+    "tensor",
+    "tensors",
+    "token",
+    "tokens",
+    "row",
+    "rows",
+    "element",
+    "elements",
+    "sample",
+    "samples",
+    "entries",
+    "terms",
+)
 #: A denial of what precedes it, in the same clause ("… is not the cause", "… is harmless").
 DENIAL = re.compile(
     r"\b(?:is|are|was|were)\s+not\s+(?:the\s+|a\s+|an\s+)?(?:root\s+)?(?:cause|culprit|problem|issue|bug|reason|"
     r"explanation|factor)\b|\b(?:isn't|aren't|wasn't|weren't|'s\s+not|'re\s+not)\s+(?:the\s+|a\s+|an\s+)?(?:root\s+)?"
-    r"(?:cause|culprit|problem|issue|bug|reason|explanation|factor)\b|\b(?:is|are|was|were|'s)\s+(?:harmless|"
-    r"benign|irrelevant|a\s+red\s+herring|ruled\s+out|excluded|fine|(?:exactly|perfectly|entirely)\s+(?:right|correct)|by\s+design|"
+    r"(?:cause|culprit|problem|issue|bug|reason|explanation|factor)\b"
+    # round 35: what the code leaves out is a finding, not a ruling-out ("rank 1's fc1 and fc2 shards are excluded")
+    r"|" + "".join(rf"(?<!\b{noun}\s)" for noun in _LEFT_OUT) + r"\b(?:is|are|was|were)\s+excluded\b"
+    r"|\b(?:is|are|was|were|'s)\s+(?:harmless|"
+    r"benign|irrelevant|a\s+red\s+herring|ruled\s+out|fine|(?:exactly|perfectly|entirely)\s+(?:right|correct)|by\s+design|"
     r"as\s+designed|intended)\b|\b(?:does\s+not|doesn't|did\s+not|didn't)\s+"
     r"matter\b|\bmakes?\s+no\s+difference\b|\bhas\s+no\s+effect\b",
     re.IGNORECASE,
@@ -244,6 +280,11 @@ _UNCONFIRMED = (
     r"(?<!\bnothing\sis\s)(?<!\bnothing\swas\s)(?<!\bneither\sis\s)(?<!\bneither\swas\s)(?<!\bnone\sis\s)(?<!\bnone\swas\s)"
     r"(?<!\bnone\sare\s)(?<!\bnone\swere\s)"
 )
+#: What makes "nothing changed" no experiment: an edit not made yet ("Nothing changed in the code yet.", round 35).
+_NOT_AN_EDIT = (
+    r"(?!\s+(?:in|to)\s+(?:the\s+|our\s+|my\s+)?(?:code|source|sources|repo|repository|files?|tree|config|workspace)\b)"
+    r"(?!\s+yet\b)"
+)
 #: An experiment that changed nothing ("made no difference", "unchanged", "still differ by the same amount",
 #: "same failure"): a verdict after it in its sentence is about the hypothesis the experiment tested.
 NULL_RESULT = re.compile(
@@ -253,7 +294,10 @@ NULL_RESULT = re.compile(
     r"|\bstill\s+(?:~?\s*[\d.]+\s*%?\s+)?(?:apart|off|wrong|different|broken|present)\b"
     r"|\bas\s+before\b|\bstill\s+(?:differ|diverge|drift|fail|crash|OOM|mismatch|disagree|show|stayed?|sits?|agree)\w*"
     r"|\b(?:stayed|remained|stays|remains)\s+(?:at|the\s+same|identical|unchanged|put)\b|\bby\s+nothing\b|"
-    r"\bnothing\s+(?:measurable|changed|moved|improved)\b|\b(?:changed|did|fixed|moved)\s+nothing\b",
+    # (round 35: not an edit not made yet: "Nothing changed in the code yet.")
+    r"\bnothing\s+(?:measurable|changed|moved|improved)\b"
+    + _NOT_AN_EDIT
+    + r"|\b(?:changed|did|fixed|moved)\s+nothing\b",
     re.IGNORECASE,
 )
 #: The agent taking back everything it said before ("scratch that", "I was wrong").
@@ -290,6 +334,13 @@ RETRACTION = re.compile(
     r"diagnosis|explanation|analysis|reading|guess|idea|claim|conclusion|note|reasoning|argument)\s+"
     r"(?:is|was)\s+(?:wrong|incorrect|false|"
     r"mistaken|disproved|disproven|refuted|ruled\s+out|not\s+right|not\s+correct|untrue|not\s+true)\b"
+    # round 35: the agent's own account said not to hold ("So my step-1 explanation does not hold. Final answer: …")
+    r"|\b(?:my|our|the\s+above)\s+(?:[\w-]+\s+){0,2}?(?:theory|hypothesis|diagnosis|explanation|analysis|reading|guess|idea|"
+    r"claim|conclusion|reasoning|argument|story|account)\s+(?:does\s+not|doesn't|did\s+not|didn't|no\s+longer)\s+"
+    r"(?:hold|stand|survive)s?\b"
+    # round 35: an earlier version named and called wrong ("Diagnosis (v2, replaces v1): On reflection, v1 is wrong")
+    r"|\b(?:v|version|draft|revision|rev|take|diagnosis)\s*#?\d{1,2}\s+(?:is|was)\s+(?:wrong|incorrect|"
+    r"mistaken|false|untrue|not\s+right|not\s+correct)\b"
     r"|\b(?:i|we)\s+no\s+longer\s+(?:think|believe|stand\s+by|hold|buy)\b|\b(?:withdrawing|retracting)\s+what\s+(?:i|we)\s+(?:said|wrote|"
     r"posted|claimed|suggested|proposed)\b|\bon\s+second\s+thoughts?\b|\bturn(?:s|ed)\s+out\s+to\s+be\s+wrong\b"
     r"|\bcorrection\s*:|\bno,?\s+wait\b|\bi\s+misread\b|\bmy\s+bad\b|\bturns?\s+out\s+i\s+(?:misread|misunderstood|was)\b"
@@ -457,10 +508,15 @@ REFUTATION = re.compile(
     r"\s[\u2014\u2013-]+\s|[\u2014\u2013])"
     r"|\bnot\s+what(?:'s|\s+is|\s+was)\s+(?:happening|going\s+on)\b"
     # round 8: a bare verdict sentence ("First guess was X. Wrong: …", "… Wrong.")
-    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*wrong\s*(?:[.:!]|\s[\u2014\u2013-]+\s|[\u2014\u2013])"
+    # (round 35: also after a note's time stamp and a "no": "11:55 -- no, wrong. FSDP1 unshards …")
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:\d{1,2}:\d\d\s*(?:[\u2014\u2013-]+|:)\s*)?(?:(?:no|nope)\s*[,.!]?\s*)?wrong\s*"
+    r"(?:[.:!]|\s[\u2014\u2013-]+\s|[\u2014\u2013])"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:ruled\s+out|rejected|disproved|disproven|refuted|excluded|eliminated|falsified|"
     r"debunked|dismissed)\b(?=\s+(?:after|by|once|when|because|since|given|on|following|via|with)\b)"
-    r"|\bnothing\s+(?:changed|improved|moved|happened)\b|\b(?:so|then)\s*,?\s+(?:no|nope)\s*(?=[.!;]|$)"
+    # (round 35: not an edit not made yet: "Nothing changed in the code yet.")
+    r"|\bnothing\s+(?:changed|improved|moved|happened)\b"
+    + _NOT_AN_EDIT
+    + r"|\b(?:so|then)\s*,?\s+(?:no|nope)\s*(?=[.!;]|$)"
     # (round 30: not a predicate in code called a test: "the `is_model_parallel_parameter(p) or rank == 0` test excludes
     # them" says which parameters the code leaves out)
     r"|(?<![`)]\s)\b(?:probe|run|rerun|trace|numbers|counts|logs?|test|experiment|measurement|data|dump|check|diff)\s+(?:\w+\s+)?(?:killed|sank|"
@@ -755,11 +811,18 @@ SENTENCE_DENIAL = re.compile(
     # not a bare "Wrong:", nor "Wrong assumption:" (what the code wrongly assumes is a finding)
     r"(?:(?:wrong|false|mistaken|incorrect|failed|bogus|debunked|busted|dead)\s+(?:hypothesis|theory|idea|lead|candidate|"
     r"suspect|explanation|guess|track|trail|diagnosis)|red\s+herring)\s*:\s|"
+    # round 35: a claim put first and then ruled out by the agent ("The idea that X, I checked and excluded: …")
+    r"(?:the|that|this)\s+(?:idea|theory|claim|notion|suggestion|hypothesis|possibility|story|explanation)\s+that\b"
+    r"(?=[^.!?;\n]{1,400}?,\s+(?:i|we)\s+(?:(?:\w+\s+){1,2}(?:and|then)\s+)?(?:(?:have|'ve|had|also)\s+)?(?:excluded|ruled\s+"
+    r"(?:it\s+)?out|rejected|dismissed|disproved|refuted|eliminated|discarded|killed|dropped)\b)|"
     # round 2: "There's no path where X", "I can rule out that X", "I found nothing to indicate that X", "It can't be
     # that X", "I don't think (that) X"
     r"there(?:'s|\s+is|\s+was)\s+no\s+(?:\w+\s+){0,2}?(?:way|path|mechanism|place|point|case|scenario|chance|route)\s*(?:where|"
     r"in\s+which|by\s+which|through\s+which|whereby|that|for)?\b|(?:i|we)\s+(?:can\s+|could\s+|have\s+|'ve\s+)?(?:rule|ruled)\s+"
-    r"out\s+(?:the\s+possibility\s+)?that\b|(?:i|we)\s+(?:found|find|see|saw|have|had)\s+(?:nothing|no\s+(?:\w+\s+)?(?:evidence|"
+    r"out\s+(?:the\s+possibility\s+)?that\b|"
+    # round 35: "I specifically excluded the possibility that X"
+    r"(?:i|we)\s+(?:have\s+|'ve\s+|had\s+)?(?:\w+ly\s+)?(?:excluded|eliminated|rejected|dismissed|disproved|refuted)\s+the\s+"
+    r"(?:possibility|idea|theory|notion|hypothesis|explanation|claim)\s+that\b|(?:i|we)\s+(?:found|find|see|saw|have|had)\s+(?:nothing|no\s+(?:\w+\s+)?(?:evidence|"
     r"sign|indication|trace|hint))\s+(?:(?:to\s+(?:indicate|suggest|show)|suggesting|indicating|showing|that\s+(?:suggests?|"
     r"indicates?|shows?))\s+)?that\b|it\s+(?:can't|cannot|can\s+not|couldn't)\s+be\s+(?:the\s+case\s+)?that\b|"
     r"it(?:'s|\s+is)\s+impossible\s+that\b|(?:i|we)\s+(?:really\s+|honestly\s+)?(?:don't|do\s+not|didn't|did\s+not)\s+"
@@ -826,10 +889,11 @@ MARKUP = frozenset('`*[]{}()<>"|#“”')
 _PERSON = (
     r"(?:team\s*mates?|colleagues?|co-?workers?|reviewers?|(?:team\s+)?leads?|manager|boss|users?|reporters?|"
     r"maintainers?|engineers?|developers?|devs?|authors?|on-?call(?:\s+engineer)?|intern|customers?|folks|"
-    r"people|somebody|someone|everyone|others|agents?|assistant|llm|chatgpt|copilot|expert|skeptics?|"
+    r"people|somebody|someone|everyone|others|agents?|assistant|llm|chatgpt|copilot|skeptics?|"
     # round 27: "the experts" are a MoE layer's parts as often as people: people when they report ("the experts say")
-    r"experts(?=\s+(?:on\s+\S+\s+)?(?:say|said|think|thought|claim|claimed|suggest|suggested|agree|agreed|believe|believed|"
-    r"argue|argued|reckon|reckoned|recommend|recommended|told)\b)|"
+    # (round 35: so is "an expert": "the all-reduce for an expert runs over its expert-data-parallel group")
+    r"experts?(?=\s+(?:on\s+\S+\s+)?(?:says?|said|thinks?|thought|claims?|claimed|suggests?|suggested|agrees?|agreed|"
+    r"believes?|believed|argues?|argued|reckons?|reckoned|recommends?|recommended|told)\b)|"
     r"sceptics?|commenters?|posters?|predecessor|sre|researchers?|upstream|team|forum|bots?|linters?|investigators?)"
 )
 #: What other people write ("the ticket says"); "my notes say" is the agent's own, so no "my"/"our" here.
@@ -856,7 +920,9 @@ _NAME = (
     # adjectives that open a hypothesis label ("Unverified guess:", "Wild guess:"), not a person's name
     r"Un[a-z]+ed|Wild|Educated|Rough|Quick|Gut|Working|Leading|Tentative|Best|Current|Main|Top|Early|"
     # round 27: a list's heading ("Ranking suspects for the drift: …"), not a person who suspects
-    r"Ranking|Ranked|Listing|Shortlist|Possible|Candidate|Prime)\b)"
+    r"Ranking|Ranked|Listing|Shortlist|Possible|Candidate|Prime|"
+    # round 35: a list's label in the plural ("Candidates:\n(a) …"), not a person speaking
+    r"Candidates|Hypotheses|Suspects|Options|Possibilities|Theories|Ideas|Causes|Explanations|Reasons|Leads)\b)"
     r"[A-Z][a-z\u00e0-\u00ff]+(?:\s+[A-Z][a-z\u00e0-\u00ff]+)?\b)"
 )
 #: A time that owns a person or a document ("last week's on-call", "yesterday's ticket").
@@ -969,6 +1035,8 @@ ATTRIBUTION = re.compile(
     # (round 33: not the agent's own conditional, "3. if they differ, the story would be: X. Will confirm or drop it")
     r"|(?:the|their|his|her)\s+(?:argument|claim|story|reasoning|theory|case)\s+(?:would\s+go|goes|went|runs|ran)\s*:"
     r"|(?:(?<!,\s)(?<!\bthen\s)the|their|his|her)\s+(?:argument|claim|story|reasoning|theory|case)\s+would\s+be\s*:"
+    # round 35: "The claim would be that X; but …" (the agent's own conditional after "if …, " or "then" is not)
+    r"|(?:(?<!,\s)(?<!\bthen\s)the|their|his|her)\s+(?:argument|claim|reasoning|case)\s+would\s+be\s+that\b"
     r"|(?:i|we)\s+know\s+the\s+(?:claim|argument|story|theory)\s*:"
     r"|(?:the\s+)?(?:received|common|conventional|usual|popular|accepted|standard|team'?s?)\s+"
     r"(?:wisdom|explanation|theory|story|view|belief|assumption|diagnosis)\s+(?:is|was|says?|said)\b(?:\s+that\b)?"
@@ -1388,6 +1456,11 @@ UNVERIFIED = re.compile(
     r"(?:\s+(?:whether|if|that)\s+(?:it|this|that|they|any\s+of\s+(?:this|it))\s+(?:applies|holds|is\s+(?:the\s+case|true|what))"
     r"[^.!?;\n]{0,80}?)?"
     r"|\bneeds?\s+(?:checking|confirming|confirmation|verification|verifying|testing)"
+    # round 35: a ruling-out not done about what was just said ("X. That can't be ruled out yet.", "I haven't ruled it
+    # out"); "I can't rule out a second effect" names something else and is not here
+    r"|\b(?:(?:i|we)\s+(?:can't|cannot|can\s+not|couldn't|haven't|have\s+not)\s+(?:yet\s+)?(?:rule|ruled)\s+(?:it|this|that)\s+out"
+    r"|(?:it|this|that)\s+(?:can't|cannot|can\s+not|couldn't|hasn't|has\s+not|isn't|is\s+not)\s+(?:yet\s+)?(?:be\s+|been\s+)?"
+    r"ruled\s+out)(?:\s+yet)?"
     r"|\b(?:needs?\s+to\s+be|remains?\s+to\s+be|has\s+yet\s+to\s+be|to\s+be)\s+(?:verified|confirmed|checked|tested)"
     r"|\byet\s+to\s+(?:be\s+)?(?:verif\w*|confirm\w*|test\w*|check\w*)"
     r"|\b(?:that's|that\s+is|this\s+is|it's)\s+(?:just\s+|only\s+)?(?:my|our|a|the)\s+(?:\w+\s+)?(?:guess|hypothesis|theory|bet|"
@@ -2422,7 +2495,10 @@ def _voiced_by_others(text: str, at: int) -> bool:
     might say X", "A teammate claimed X"): not the agent's denial."""
     opening = SENTENCE_DENIAL.match(text, _prose_sentence(text, at)[0])
     return opening is not None and not re.match(
-        r"[\W_]*(?:not|it|there|i|we|nothing|no)\b", opening.group(0), re.IGNORECASE
+        r"[\W_]*(?:not|it|there|i|we|nothing|no|(?:the|that|this)\s+(?:idea|theory|claim|notion|suggestion|hypothesis|"
+        r"possibility|story|explanation)\s+that)\b",
+        opening.group(0),
+        re.IGNORECASE,
     )
 
 
@@ -2606,7 +2682,9 @@ PROPOSITION = re.compile(
 #: … whose own predicate, later in its sentence, calls it false ("… is incorrect for this workspace", "… doesn't hold").
 PROPOSITION_FALSE = re.compile(
     r"\b(?:is|was|are|were)\s+(?:\w+\s+)?(?:incorrect|wrong|false|mistaken|untrue|unfounded|not\s+(?:true|correct|right|"
-    r"the\s+case))\b|\b(?:does\s+not|doesn't|did\s+not|didn't)\s+(?:hold|stand\s+up|describe|apply\s+to|explain|match)\b",
+    r"the\s+case))\b|\b(?:does\s+not|doesn't|did\s+not|didn't)\s+(?:hold|stand\s+up|describe|apply\s+to|explain|match)\b"
+    # round 35: "… the idea that X is not the problem here"
+    r"|\b(?:(?:is|was)\s+not|isn't|wasn't)\s+(?:the\s+|our\s+|a\s+)?(?:problem|cause|culprit|issue|bug|reason|explanation)\b",
     re.IGNORECASE,
 )
 
@@ -2628,7 +2706,12 @@ def _proposition_denied(text: str, start: int, end: int | None = None) -> bool:
         opener = PROPOSITION.search(text, start, min(end, stop))
     if opener is None:
         return False
-    return bool(PROPOSITION_FALSE.search(text, max(start, opener.end()), min(stop, start + MAX_SENTENCE)))
+    # (round 35: in the proposition's own clause: "I hold to the idea that X; fragmentation is not the problem")
+    return bool(
+        PROPOSITION_FALSE.search(
+            text, max(start, opener.end()), _clause_stop(text, start, min(stop, start + MAX_SENTENCE))
+        )
+    )
 
 
 #: A clause of its own between a match and a denial after it (round 24): the denial's subject is that clause's ("X,
@@ -2684,6 +2767,9 @@ def _line_markup_start(text: str, at: int) -> int:
 
 
 #: A "no" that corrects the words just before it, after an ellipsis ("… by the next zero_grad... no, …").
+#: What such a "no" puts in place of the last words when it swaps only them: a short phrase and a colon ("… would count
+#: rank 1's grads... no, exclude them: it would count them only on rank 0"); the sentence around it stands.
+WORD_CORRECTION = re.compile(r"\s*[,;]?\s*(?:[\w'-]+\s+){0,2}[\w'-]+\s*:(?=\s)")
 SELF_CORRECTION = re.compile(r"(?:\.{3}|\u2026)\s*(?P<no>no|nope)\b", re.IGNORECASE)
 
 
@@ -2731,6 +2817,8 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
             # an ellipsis corrects its own sentence, which the ellipsis did not end
             elided = SELF_CORRECTION.search(statement, max(0, match.start() - 8), match.start() + 8)
             if elided is not None and elided.start("no") == match.start():
+                if WORD_CORRECTION.match(statement, elided.end()):
+                    continue  # round 35: "… would count rank 1's grads... no, exclude them: it would …" swaps a word
                 found.append(Withdrawal(match.start(), reach, wrong_only, _sentence_start(statement, elided.start())))
                 continue
             local = (
