@@ -793,6 +793,10 @@ CONFIRMED = re.compile(
 )
 INLINE_ITEM = re.compile(r"[,;]?\s+\(?[a-z0-9]\)\s", re.IGNORECASE)
 LIST_ITEM = re.compile(r"[ \t]*(?:[-*•]|\d+[.)]|\(?[a-z0-9]\))\s")
+#: A claim named as a proposition at the start of a clause ("The idea that X, I checked and excluded", round 35).
+_PROPOSITION_OPENING = (
+    r"(?:the|that|this)\s+(?:idea|theory|claim|notion|suggestion|hypothesis|possibility|story|explanation)\s+that"
+)
 #: A sentence that opens by denying all of it ("Not that …", "It isn't true that …") or by voicing
 #: someone else's possible view ("Someone might say …", "One could argue …"); "Not that it matters" is
 #: an aside, not a denial.
@@ -812,9 +816,9 @@ SENTENCE_DENIAL = re.compile(
     r"(?:(?:wrong|false|mistaken|incorrect|failed|bogus|debunked|busted|dead)\s+(?:hypothesis|theory|idea|lead|candidate|"
     r"suspect|explanation|guess|track|trail|diagnosis)|red\s+herring)\s*:\s|"
     # round 35: a claim put first and then ruled out by the agent ("The idea that X, I checked and excluded: …")
-    r"(?:the|that|this)\s+(?:idea|theory|claim|notion|suggestion|hypothesis|possibility|story|explanation)\s+that\b"
-    r"(?=[^.!?;\n]{1,400}?,\s+(?:i|we)\s+(?:(?:\w+\s+){1,2}(?:and|then)\s+)?(?:(?:have|'ve|had|also)\s+)?(?:excluded|ruled\s+"
-    r"(?:it\s+)?out|rejected|dismissed|disproved|refuted|eliminated|discarded|killed|dropped)\b)|"
+    + _PROPOSITION_OPENING
+    + r"\b(?=[^.!?;\n]{1,400}?,\s+(?:i|we)\s+(?:(?:\w+\s+){1,2}(?:and|then)\s+)?(?:(?:have|'ve|had|also)\s+)?"
+    r"(?:excluded|ruled\s+(?:it\s+)?out|rejected|dismissed|disproved|refuted|eliminated|discarded|killed|dropped)\b)|"
     # round 2: "There's no path where X", "I can rule out that X", "I found nothing to indicate that X", "It can't be
     # that X", "I don't think (that) X"
     r"there(?:'s|\s+is|\s+was)\s+no\s+(?:\w+\s+){0,2}?(?:way|path|mechanism|place|point|case|scenario|chance|route)\s*(?:where|"
@@ -2495,8 +2499,7 @@ def _voiced_by_others(text: str, at: int) -> bool:
     might say X", "A teammate claimed X"): not the agent's denial."""
     opening = SENTENCE_DENIAL.match(text, _prose_sentence(text, at)[0])
     return opening is not None and not re.match(
-        r"[\W_]*(?:not|it|there|i|we|nothing|no|(?:the|that|this)\s+(?:idea|theory|claim|notion|suggestion|hypothesis|"
-        r"possibility|story|explanation)\s+that)\b",
+        r"[\W_]*(?:not|it|there|i|we|nothing|no|" + _PROPOSITION_OPENING + r")\b",
         opening.group(0),
         re.IGNORECASE,
     )
