@@ -5,7 +5,8 @@ distributed-training failures.
 >>> env = gym_trainfail.make("TrainFail/DDPTokenAverage-v1", arm="control", sandbox="auto")
 >>> observation, info = env.reset(seed=0)
 
-Importing the package registers every case with Gymnasium, so
+Importing the package registers every case's id with Gymnasium (a case is validated when it is
+made, so the import stays cheap), so
 ``gymnasium.make("TrainFail/DDPTokenAverage-v1")`` works after ``import gym_trainfail`` (or use
 ``gymnasium.make("gym_trainfail:TrainFail/DDPTokenAverage-v1")`` without the import).
 """
@@ -23,7 +24,7 @@ from gym_trainfail.errors import (
     TrainFailError,
     UnknownCaseError,
 )
-from gym_trainfail.registry import Registry, default_registry, get_case
+from gym_trainfail.registry import Registry, default_registry, get_case, register_ids
 
 __version__ = "0.1.0"
 
@@ -55,4 +56,4 @@ def registered_ids() -> list[str]:
     return default_registry().ids()
 
 
-default_registry()
+register_ids()

@@ -4,6 +4,12 @@ Third-party packages register cases through the entry-point group ``gym_trainfai
 An entry point loads to a folder path (``str`` or ``Path``), a list of them, or a callable
 returning either. Every case is validated when it is registered; a broken one is refused with
 the reason, and the others still load.
+
+Importing the package registers every case's *id* with Gymnasium from its ``case.toml`` alone
+(:func:`register_ids`): a case's rubric is megabytes of TOML and thousands of regular expressions, so
+validating all of them at import cost every process (each CLI call, batch worker or spawned helper)
+seconds for cases it never uses. :func:`get_case` then validates only the case asked for; the full
+:func:`default_registry` (every case validated, the refused ones with their reasons) is built on first use.
 """
 
 from __future__ import annotations
@@ -11,13 +17,14 @@ from __future__ import annotations
 import difflib
 import functools
 import logging
+import tomllib
 from collections.abc import Iterable, Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
 
 import gymnasium
 
-from gym_trainfail.cases import CaseSpec, load_case
+from gym_trainfail.cases import CASE_ID_RE, CaseSpec, load_case
 from gym_trainfail.errors import CaseDefinitionError, UnknownCaseError
 from gym_trainfail.paths import builtin_cases_dir
 
@@ -79,17 +86,21 @@ class Registry:
 
     def discover(self) -> None:
         """Register the in-tree cases and every ``gym_trainfail.cases`` entry point."""
-        for folder in case_folders(builtin_cases_dir()):
+        for folder in _discovered_folders(self.refused):
             self.register_quietly(folder)
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            try:
-                folders = _folders_from_entry_point(ep.load())
-            except Exception as exc:  # a broken plugin must not take the in-tree cases down
-                self.refused[f"entry point {ep.name}"] = f"{ep.value}: {type(exc).__name__}: {exc}"
-                log.warning("case entry point %s refused: %s", ep.name, exc)
-                continue
-            for folder in folders:
-                self.register_quietly(folder)
+
+
+def _discovered_folders(refused: dict[str, str]) -> list[Path]:
+    """The in-tree case folders, then every ``gym_trainfail.cases`` entry point's; a plugin that fails to
+    load is recorded in ``refused`` (and logged) and the others are kept."""
+    folders = case_folders(builtin_cases_dir())
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            folders.extend(_folders_from_entry_point(ep.load()))
+        except Exception as exc:  # a broken plugin must not take the in-tree cases down
+            refused[f"entry point {ep.name}"] = f"{ep.value}: {type(exc).__name__}: {exc}"
+            log.warning("case entry point %s refused: %s", ep.name, exc)
+    return folders
 
 
 def case_folders(parent: Path) -> list[Path]:
@@ -129,8 +140,42 @@ def default_registry() -> Registry:
     return registry
 
 
+@functools.cache
+def _declared_folders() -> dict[str, tuple[Path, ...]]:
+    """The discovered folders by the id their ``case.toml`` declares, read without validating the case; a
+    folder whose ``case.toml`` cannot be read or names no valid id is left to the full registry to refuse."""
+    found: dict[str, tuple[Path, ...]] = {}
+    for folder in _discovered_folders({}):
+        try:
+            case_id = tomllib.loads((folder / "case.toml").read_text(encoding="utf-8")).get("id")
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+        if isinstance(case_id, str) and CASE_ID_RE.match(case_id):
+            found[case_id] = (*found.get(case_id, ()), folder)
+    return found
+
+
+def register_ids() -> None:
+    """Register every discovered case's id with Gymnasium (what importing the package does); a case is
+    validated when it is made (:func:`get_case`)."""
+    for case_id in _declared_folders():
+        _register_with_gymnasium(case_id)
+
+
+@functools.cache
+def _load_declared(folder: Path) -> CaseSpec:
+    return load_case(folder)
+
+
 def get_case(case_id: str) -> CaseSpec:
-    """Shortcut for ``default_registry().get(case_id)``."""
+    """The registered case ``case_id``. Until the full registry is built, an id that exactly one discovered
+    folder declares loads and validates that case alone (a broken one raises its
+    :class:`~gym_trainfail.errors.CaseDefinitionError`); any other id goes through
+    ``default_registry().get(case_id)`` (unknown ids get the near names suggested)."""
+    if default_registry.cache_info().currsize == 0:
+        folders = _declared_folders().get(case_id, ())
+        if len(folders) == 1:
+            return _load_declared(folders[0])
     return default_registry().get(case_id)
 
 

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import gymnasium
 import pytest
 
 import gym_trainfail
+from gym_trainfail import registry as registry_module
 from gym_trainfail.cases import load_case
 from gym_trainfail.errors import CaseDefinitionError, UnknownCaseError
 from gym_trainfail.registry import Registry
@@ -159,6 +164,65 @@ def test_registered_cases_are_gymnasium_ids() -> None:
     for case_id in ids:
         assert gymnasium.spec(case_id).entry_point == "gym_trainfail.env:TrainFailEnv"
     assert not gym_trainfail.default_registry().refused
+
+
+def test_importing_the_package_validates_no_case_until_one_is_asked_for() -> None:
+    """The import registers every id with Gymnasium from case.toml alone; asking for a case validates that
+    case only (its rubric parsed), and the full registry is built when something needs every case."""
+    code = (
+        "import gymnasium, gym_trainfail\n"
+        "from gym_trainfail import registry\n"
+        "from gym_trainfail.cases import load_case\n"
+        "assert registry.default_registry.cache_info().currsize == 0\n"
+        "ids = sorted(i for i in gymnasium.registry if i.startswith('TrainFail/'))\n"
+        "case = gym_trainfail.get_case('TrainFail/DDPTokenAverage-v1')\n"
+        "assert case.rubric is not None and case == load_case(case.root)\n"
+        "assert gym_trainfail.get_case('TrainFail/DDPTokenAverage-v1') is case\n"
+        "assert registry.default_registry.cache_info().currsize == 0\n"
+        "assert ids == gym_trainfail.registered_ids(), ids\n"
+        "print(len(ids))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) >= 11
+
+
+@pytest.fixture
+def discovered(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """A folder the process-wide discovery reads instead of the in-tree cases (caches cleared both ways)."""
+    folder = tmp_path / "envs"
+    folder.mkdir()
+    monkeypatch.setattr(registry_module, "builtin_cases_dir", lambda: folder)
+    caches = (registry_module.default_registry, registry_module._declared_folders, registry_module._load_declared)
+    for cache in caches:
+        cache.cache_clear()
+    yield folder
+    for cache in caches:
+        cache.cache_clear()
+
+
+def test_a_broken_case_asked_for_by_id_raises_its_own_error(discovered: Path, case_copy: Path) -> None:
+    broken = discovered / "broken"
+    broken.mkdir()
+    (broken / "case.toml").write_text('id = "TrainFail/Broken-v0"\n')  # a case.toml with only an id
+    shutil.copytree(case_copy, discovered / "echo")
+    registry_module.register_ids()
+    assert gymnasium.spec("TrainFail/Broken-v0").entry_point == "gym_trainfail.env:TrainFailEnv"
+    with pytest.raises(CaseDefinitionError, match="prompt.text: missing"):
+        gym_trainfail.get_case("TrainFail/Broken-v0")  # never a half-loaded case
+    assert gym_trainfail.get_case("TrainFailTest/Echo-v0").root == (discovered / "echo").resolve()
+    with pytest.raises(UnknownCaseError, match=r"Did you mean 'TrainFailTest/Echo-v0'"):
+        gym_trainfail.get_case("TrainFailTest/Eco-v0")
+    assert str(broken) in gym_trainfail.default_registry().refused  # the full registry still refuses it
+
+
+def test_an_id_two_folders_declare_is_resolved_as_the_full_registry_does(discovered: Path, case_copy: Path) -> None:
+    first, second = discovered / "a_first", discovered / "b_second"
+    shutil.copytree(case_copy, first)
+    shutil.copytree(case_copy, second)
+    case = gym_trainfail.get_case("TrainFailTest/Echo-v0")
+    assert case.root == first.resolve()
+    assert "already registered" in gym_trainfail.default_registry().refused[str(second)]
 
 
 def test_case_hashes_track_content(case_copy: Path) -> None:
