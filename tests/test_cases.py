@@ -189,16 +189,20 @@ def test_importing_the_package_validates_no_case_until_one_is_asked_for() -> Non
 
 @pytest.fixture
 def discovered(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
-    """A folder the process-wide discovery reads instead of the in-tree cases (caches cleared both ways)."""
+    """A folder the process-wide discovery reads instead of the in-tree cases (caches cleared both ways, and the
+    Gymnasium ids the test registered removed, so later tests in this process see the in-tree cases only)."""
     folder = tmp_path / "envs"
     folder.mkdir()
     monkeypatch.setattr(registry_module, "builtin_cases_dir", lambda: folder)
     caches = (registry_module.default_registry, registry_module._declared_folders, registry_module._load_declared)
+    known = set(gymnasium.registry)
     for cache in caches:
         cache.cache_clear()
     yield folder
     for cache in caches:
         cache.cache_clear()
+    for case_id in set(gymnasium.registry) - known:
+        del gymnasium.registry[case_id]
 
 
 def test_a_broken_case_asked_for_by_id_raises_its_own_error(discovered: Path, case_copy: Path) -> None:
