@@ -2064,3 +2064,152 @@ def test_round_35_a_no_that_swaps_a_word_leaves_its_sentence_standing() -> None:
     # attack: a "no" followed by a clause of its own still takes its sentence back (round 28)
     assert reading.withdrawals("So " + CLAIM + "... no, it's a memory leak after all.", []) != []
     assert _credited("So " + CLAIM + "... no, it's a memory leak after all.") == (False, False)
+
+
+def test_round_36_a_claim_checked_after_a_denial_is_denied() -> None:
+    # round 36: "X is not the issue. I checked the idea that Y, and …" / "It's not the wrapper. I considered whether Y"
+    tail = ", and the peaks match the price. The real failure is in the logger."
+    assert _credited("The head is not the issue. I checked the idea that " + CLAIM + tail) == (False, False)
+    assert _credited("It is not a planner gap. I considered whether " + CLAIM + tail) == (False, False)
+    assert _credited("It's not the planner's model. We looked at the theory that " + CLAIM + tail) == (False, False)
+    # attack: the same sentence with no denial before it is only put forward
+    assert _credited("I considered whether " + CLAIM + ".") == (False, True)
+    # attack: a check that confirmed it after the denial of something else keeps it
+    assert _credited("It is not a memory leak. I checked the idea that " + CLAIM + ", and I confirmed it.") == (
+        True,
+        True,
+    )
+    # attack: "I checked that X" verifies X; a denial before it denies something else
+    assert _credited("It is not a memory leak. I checked that " + CLAIM + ".") == (True, True)
+
+
+def test_round_36_a_claim_ruled_out_after_its_name_is_denied() -> None:
+    # round 36: "I ruled out the divisor in reduction.py, i.e. the idea that X"
+    assert _credited("I ruled out the head in memory.py, i.e. the idea that " + CLAIM + ".") == (False, False)
+    assert _credited("We ruled out the planner, that is, the idea that " + CLAIM + ".") == (False, False)
+    # attack: a name and the idea kept open is no ruling-out
+    assert _credited("I kept the head in memory.py, i.e. the idea that " + CLAIM + ", open.") != (True, True)
+
+
+def test_round_36_a_numbered_section_called_wrong_or_superseded_is_withdrawn() -> None:
+    # round 36: "Section 1 - X.\n\nSection 3. Given Section 2, Section 1 was wrong." / "Summary v2 (supersedes v1): Y"
+    section = "Section 1 - Cause. " + CLAIM.capitalize() + ".\n\nSection 2 - Check. {}"
+    assert _credited(section.format("Given the reruns, Section 1 was wrong; the logger is at fault.")) == (False, False)
+    assert _credited("Summary v1: " + CLAIM + ".\n\nSummary v2 (supersedes v1): the logger.") == (False, False)
+    # attack: a section called right keeps it; code that supersedes a value withdraws nothing
+    assert _credited(section.format("Given the reruns, Section 1 was right.")) == (True, True)
+    assert _credited(CLAIM.capitalize() + ". The new budget supersedes the old price.") == (True, True)
+
+
+def test_round_36_an_endorsement_true_only_of_another_version_endorses_nothing() -> None:
+    # round 36: 'Reviewer: "X." My answer: that was true for old DDP versions, but …'
+    quoted = 'Reviewer: "' + CLAIM.capitalize() + '."\n\nMy answer: that was true {}, but the planner now prices it.'
+    assert _credited(quoted.format("for old versions")) == (False, False)
+    assert _credited(quoted.format("of the legacy planner")) == (False, False)
+    # attack: an unlimited endorsement still takes the claim as the agent's own
+    assert _credited('Reviewer: "' + CLAIM.capitalize() + '."\n\nMy answer: that is true.') == (True, True)
+
+
+def test_round_36_an_endorsing_word_inside_the_reported_claim_endorses_nothing() -> None:
+    # round 36: "A forum post I found argues that X, and that this is exactly what happens to our head."
+    text = "A forum post I found argues that " + CLAIM + ", and that this is exactly what happens here. I doubt it."
+    assert reading.scopes(text).attributed != ()
+    # attack: the agent's own "that's exactly what happens" after the claim still endorses it
+    text = "A forum post I found argues that " + CLAIM + ". That's exactly what happens here."
+    assert reading.scopes(text).attributed == ()
+
+
+def test_round_36_reproducing_the_run_does_not_endorse_a_reported_claim() -> None:
+    # round 36: 'The previous agent\'s notes conclude: "X". I reproduced the run on one rank and saw the same gap.'
+    text = "The previous agent's notes conclude: \"" + CLAIM + '." I reproduced the run on one rank and saw the same.'
+    assert reading.scopes(text).attributed != ()
+    # attack: reproducing the effect it claims still endorses it
+    text = "The previous agent's notes conclude: \"" + CLAIM + '." I reproduced the effect on one rank.'
+    assert reading.scopes(text).attributed == ()
+
+
+def test_round_36_a_reported_claim_goes_on_until_the_agent_rebuts_it() -> None:
+    # round 36: "A forum answer says X. Y (more of its claim).\n\nThat was true of old DeepSpeed; it is out of date."
+    text = (
+        "A forum answer says the planner is at fault. The planner misses the head: three buffers while the checkpoint "
+        "inputs stay live.\n\nThat was true of the old planner, so the answer is out of date."
+    )
+    assert _credited(text) == (False, False)
+    # attack: with no rebuttal after it, the next sentence is the agent's own
+    spans = reading.scopes(text.split("\n\n")[0]).attributed
+    assert spans and spans[0][1] <= text.index("The planner misses")
+    # attack: only declining something after it ("I haven't confirmed it") leaves the agent's own sentences its own
+    asked = (
+        "Question for whoever wrote memory.py: is the head priced at all? If it isn't, "
+        + CLAIM
+        + ". That could explain the OOM, but I haven't confirmed it."
+    )
+    assert _credited(asked) == (False, True)
+    # attack: a sentence in the agent's own voice ends the claim before the rebuttal
+    own = text.replace("The planner misses", "I see the planner misses")
+    assert reading.scopes(own).attributed[0][1] <= own.index("I see")
+
+
+def test_round_36_a_reason_after_a_contradiction_stands() -> None:
+    # round 36: "The contract says calls fit the budget; they don't, because X." (X is the agent's own reason)
+    text = "The contract says admitted calls fit the budget; they don't, because " + CLAIM + "."
+    assert _credited(text) == (True, True)
+    # attack: a contradiction with no reason after it still takes back what came before it
+    assert _credited(CLAIM.capitalize() + ". It isn't, as far as I can tell.") == (False, False)
+
+
+def test_round_36_a_verdict_with_its_correction_grades_the_code() -> None:
+    # round 36: "- expert slices: ÷ W/ep — wrong, should be ÷ W" marks the code's divisor as the bug
+    text = "- " + CLAIM + " — wrong, should be {}\n- the rest is correct"
+    assert _credited(text.format("priced at the full peak")) == (True, True)
+    assert _credited(CLAIM.capitalize() + " (wrong: must be priced).") == (True, True)
+    # attack: a bare verdict still marks the claim false
+    assert _credited("- " + CLAIM + " — wrong.\n- the rest is correct") == (False, False)
+
+
+def test_round_36_a_long_or_worded_candidates_label_opens_a_list_of_hypotheses() -> None:
+    # round 36: "Candidates for why embed.weight (stage 0) and head.weight (stage 1) stop matching … with 1:" and
+    # "Things that could make a resumed run differ, in the order I want to test them: (a) …"
+    items = "\n1. " + CLAIM + ";\n2. the allocator fragments.\nI'll instrument each before picking one."
+    long_label = (
+        "Candidates for why call 3 (the long one) and call 4 (the short one) both OOM at 24 GiB but not at 40 GiB:"
+    )
+    assert _credited(long_label + items) == (False, True)
+    assert _credited(
+        "Things that could make the calls run out of memory, in the order I want to test them:" + items
+    ) == (
+        False,
+        True,
+    )
+    # attack: a label that reports findings opens no list of hypotheses
+    assert _credited("Things I found in the memory trace of call 3 (the long one):" + items) == (True, True)
+
+
+def test_round_36_an_absence_as_a_subject_negates_nothing_after_it() -> None:
+    # round 36: "No flag means it assumes it's a replica and only counts it on rank 0"
+    assert _credited("No price tag means " + CLAIM + ".") == (True, True)
+    assert _credited("No head term implies " + CLAIM + ".") == (True, True)
+    # attack: a "no" with no "means" after its noun still negates
+    assert _credited("No planner misses the head: three buffers while the checkpoint inputs stay live.") != (True, True)
+
+
+def test_round_36_confirm_or_kill_puts_a_suspicion_forward() -> None:
+    # round 36: "TODO: confirm or kill my suspicion that X. If confirmed, the fix is Y."
+    assert _credited("TODO: confirm or kill my suspicion that " + CLAIM + ". If not, look at the logger.") == (
+        False,
+        True,
+    )
+    # attack: a probe that kills the suspicion still takes it back
+    assert _credited("My suspicion was that " + CLAIM + ". The probe kills my suspicion.") == (False, False)
+
+
+def test_round_36_the_code_called_wrong_is_no_rebuttal_of_a_reported_claim() -> None:
+    # round 36: 'The comment says X. That's the issue: Y. …, so the current code is wrong whenever …' (agent's own)
+    text = "The comment says the planner is at fault. " + CLAIM.capitalize() + ".\n\nSo the {} is {}."
+    own = text.format("current code", "wrong")
+    assert _credited(own) == (True, True)
+    assert all(end <= own.index(CLAIM.capitalize()) for _, end in reading.scopes(own).attributed)
+    # attack: the reported comment called out of date makes its continuation theirs
+    rebutted = text.format("comment", "out of date")
+    assert _credited(rebutted) == (False, False)
+    assert any(end > rebutted.index(CLAIM.capitalize()) for _, end in reading.scopes(rebutted).attributed)

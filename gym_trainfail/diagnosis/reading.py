@@ -84,6 +84,8 @@ NOT_NEGATION = re.compile(
     r"\bnot\s+(?:only|just|merely|simply|least|surprising\w*)\b|\bno\s+(?:longer|doubt|wonder|matter)\b|"
     # round 34: a compound adjective built on "no-" ("no-drop gating", "the no-op hook"; not "no-one")
     r"\bno-(?!one\b)(?=[a-z])|"
+    # round 36: an absence as a subject ("No flag means it assumes it's a replica"): the "no" is the subject's
+    r"\bno\s+[\w-]+(?:\s+[\w-]+)?\s+(?:means|meant|implies|implied|tells\s+it)\b|"
     r"\bif\s+not\b|\bwhether\s+or\s+not\b"
     # round 16: a condition stated negatively ("when batches are not split across processes its wrapper advances …"):
     # the negation is the condition's, not a denial of what follows it
@@ -328,6 +330,13 @@ RETRACTION = re.compile(
     r"|\b(?:i|we)\s+(?:was|were|had\s+been)\s+(?:looking\s+at|reading|checking|running|testing|on|in)\s+(?:the\s+)?(?:wrong|"
     r"old|stale|outdated)\s+(?:branch|file|version|commit|code|run|log|config|checkout|case|machine|copy)\b"
     r"|\bi\s+was\s+(?:wrong|mistaken|incorrect)\b|\bi\s+(?:got|had)\s+(?:that|it|this)\s+wrong\b"
+    # round 36: a numbered section or version of the statement called wrong or superseded ("Given Section 2, Section 1
+    # was wrong", "Summary v2 (supersedes v1): …")
+    r"|\b(?:section|part|paragraph|summary|draft|version|v)\s*#?\d{1,2}\s+(?:is|was)\s+(?:(?:simply|just|plainly)\s+)?"
+    r"(?:wrong|incorrect|mistaken|false)\b"
+    r"|(?:\(\s*|(?:^|(?<=[.!?:]\s)|(?<=\n))[\W_]*)(?:this\s+)?(?:supersedes|replaces|overrides)\s+(?:v\d{1,2}|version\s+\d{1,2}|"
+    r"(?:the\s+)?(?:earlier|previous|first|above|prior)\s+(?:one|summary|version|draft|note|answer|diagnosis|update|analysis|"
+    r"section))\b"
     r"|\b(?:the\s+above|my|this|that|the)\s+(?:earlier\s+|previous\s+|first\s+|initial\s+)?(?:theory|hypothesis|"
     # (round 31: also "reasoning" and "argument": 'That reasoning was mistaken and the change is reverted'; not
     # "assumption", which is the code's as often: "For our split weights that assumption is false, so …")
@@ -601,7 +610,8 @@ REFUTATION = re.compile(
     r"(?:idea|theory|hypothesis|explanation|claim|story|guess))\s+(?:to\s+be\s+)?(?:wrong|false|incorrect|untrue|impossible|moot)\b"
     rf"|\b(?:refutes?|refuted|disproves?|disproved|contradicts?|contradicted|undermines?|undermined|falsifies|falsified|"
     rf"rules?\s+out|ruled\s+out|debunks?|debunked|invalidates?|invalidated)\s+{_BACK}\b"
-    rf"|\b(?:kills?|killed|sinks?|sank|buries|buried)\s+{_BACK_NOUN}\b|{_NOT_PLANNED}\brule(?:s|d)?\s+{_BACK}\s+out\b"
+    # (round 36: not one of two outcomes to test: "confirm or kill my suspicion that X")
+    rf"|{_NOT_PLANNED}\b(?:kills?|killed|sinks?|sank|buries|buried)\s+{_BACK_NOUN}\b|{_NOT_PLANNED}\brule(?:s|d)?\s+{_BACK}\s+out\b"
     r"|\b(?:i|i've|i'm|i'll|i\s+have|i\s+am|i\s+will|we|we've|we're|we'll)\s+(?:\w+\s+)?(?:abandon(?:ed|ing|s)?|drop(?:ped|ping|s)?|"
     r"discard(?:ed|ing|s)?|reject(?:ed|ing|s)?|dismiss(?:ed|ing|es)?|shelve[sd]?|shelving|scrap(?:ped|ping|s)?|ignor(?:e|ed|es|ing)|"
     rf"giv(?:e|ing)\s+up\s+on|gave\s+up\s+on|set(?:ting)?\s+aside|let\s+go\s+of)\s+{_BACK_NOUN}"
@@ -773,7 +783,12 @@ CANDIDATES = re.compile(
     # round 8: a label that says its items are only candidates may be long ("Candidates for the rank mismatch, none
     # confirmed yet:", "Open candidates for why TP=2 doesn't reproduce TP=1 (none tested yet):", "Possible reasons X:")
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:[\w-]+\s+){0,2}?(?:candidates|hypotheses|suspects|possibilities|"
-    r"(?:possible|potential|candidate)\s+(?:reasons|causes|explanations|culprits|mechanisms))\b[^:\n]{0,100}:"
+    # (round 36: a label up to 160 characters: "Candidates for why embed.weight (stage 0) and head.weight … with 1:")
+    r"(?:possible|potential|candidate)\s+(?:reasons|causes|explanations|culprits|mechanisms))\b[^:\n]{0,160}:"
+    # round 36: "Things that could make a resumed run differ, in the order I want to test them: (a) X; (b) Y"
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:the\s+)?(?:\w+\s+)?(?:things|ways|factors|mechanisms|reasons|places|bugs)\s+"
+    r"(?:that|which)\s+(?:could|might|may|would)\s+(?:\w+\s+)?(?:make|cause|explain|produce|lead\s+to|give|account\s+for)\b"
+    r"[^:\n]{0,100}:"
     # round 2: a list of things still to check ("To check:", "TODO / possible cause to check:", "Open questions:")
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:[\w/-]+\s+){0,4}?(?:to\s+(?:check|verify|test|confirm|investigate)|todo|to-?do|"
     r"open\s+questions)\b[^:\n]{0,30}:",
@@ -825,7 +840,9 @@ SENTENCE_DENIAL = re.compile(
     r"in\s+which|by\s+which|through\s+which|whereby|that|for)?\b|(?:i|we)\s+(?:can\s+|could\s+|have\s+|'ve\s+)?(?:rule|ruled)\s+"
     r"out\s+(?:the\s+possibility\s+)?that\b|"
     # round 35: "I specifically excluded the possibility that X"
-    r"(?:i|we)\s+(?:have\s+|'ve\s+|had\s+)?(?:\w+ly\s+)?(?:excluded|eliminated|rejected|dismissed|disproved|refuted)\s+the\s+"
+    r"(?:i|we)\s+(?:have\s+|'ve\s+|had\s+)?(?:\w+ly\s+)?(?:excluded|eliminated|rejected|dismissed|disproved|refuted|ruled\s+out)\s+"
+    # round 36: … after what it is named ("I ruled out the divisor in reduction.py, i.e. the idea that X")
+    r"(?:(?:[^.!?;:\n]|\.(?=\w)){1,80}?,\s*(?:i[.\s]\s?e\.|that\s+is|namely)\s*,?\s*)?the\s+"
     r"(?:possibility|idea|theory|notion|hypothesis|explanation|claim)\s+that\b|(?:i|we)\s+(?:found|find|see|saw|have|had)\s+(?:nothing|no\s+(?:\w+\s+)?(?:evidence|"
     r"sign|indication|trace|hint))\s+(?:(?:to\s+(?:indicate|suggest|show)|suggesting|indicating|showing|that\s+(?:suggests?|"
     r"indicates?|shows?))\s+)?that\b|it\s+(?:can't|cannot|can\s+not|couldn't)\s+be\s+(?:the\s+case\s+)?that\b|"
@@ -1272,7 +1289,9 @@ ENDORSEMENT = re.compile(
     r"|(?<!\bsays\s)(?<!\bsaid\s)(?<!\bclaims\s)(?<!\bthinks\s)(?<!\bargues\s)(?<!\binsists\s)(?<!\bwrote\s)"
     r"\b(?:that|this|it|which)(?:'s|\s+is|\s+was)\s+(?:\w+\s+)?(?:right|correct|true|accurate|exactly\s+(?:it|right|what\s+"
     r"happens|what's\s+happening))\b"
-    r"|\b(?:i|we)\s+(?:\w+\s+)?(?:confirmed|verified|reproduced|can\s+confirm)\s+(?:it|this|that|the\s+\w+)\b"
+    # (round 36: not a procedure repeated: "I reproduced the run on a single rank and saw the same discrepancy")
+    r"|\b(?:i|we)\s+(?:\w+\s+)?(?:confirmed|verified|reproduced|can\s+confirm)\s+(?:it|this|that|the\s+(?!(?:run|runs|job|"
+    r"setup|experiment|training|script|command)\b)\w+)\b"
     r"|\bwhich\s+(?:checks\s+out|i\s+(?:confirmed|verified|reproduced)|holds\s+(?:up|true)|matches\s+what)\b"
     # round 22: not a confirmation promised ("To be confirmed with a 2-process run: I believe X")
     # (round 29: not "Nothing confirmed", "none confirmed")
@@ -1709,6 +1728,8 @@ def scopes(text: str) -> Scopes:
         if n >= MAX_SCOPES:
             break
         end, quoted = _claim_end(text, opener.end())
+        if not quoted:
+            end = _rebutted_continuation(text, end)
         # an endorsement inside an unquoted claim's sentence ("Priya says X and I agree") or in the sentence
         # after the claim ("She's right.") makes it the agent's own
         if not _endorsed(text, opener.end() if not quoted else end, end):
@@ -1813,6 +1834,47 @@ def scopes(text: str) -> Scopes:
     return Scopes(tuple(attributed), tuple(tentative), confirmations)
 
 
+#: The agent calling a reported claim out of date or wrong ("so the answer is out of date and not our bug", "the
+#: post is inaccurate for torch 2.x").
+REBUTTED = re.compile(
+    rf"\b(?:it|that|this|they|those|the\s+(?:[\w-]+\s+)?(?:{_CLAIM_NOUN}|{_DOCUMENT}|{_PERSON}))\s+(?:(?:is|was|are|were)\s+"
+    r"(?:\w+\s+)?(?:out\s+of\s+date|outdated|obsolete|inaccurate|not\s+accurate|mistaken|wrong|no\s+longer\s+(?:true|accurate|"
+    r"valid|right))|(?:isn't|wasn't|aren't|weren't)\s+(?:\w+\s+)?(?:accurate|right|correct)|no\s+longer\s+(?:holds?|applies|"
+    r"apply))\b|\bnot\s+our\s+(?:bug|problem|issue)\b",
+    re.IGNORECASE,
+)
+
+
+def _rebutted_continuation(text: str, end: int) -> int:
+    """Where someone else's unquoted claim ending its sentence at ``end`` ends when it goes on in the next sentences
+    of its paragraph, none in the agent's own voice, and the agent calls it wrong or out of date right after them ("A
+    forum answer says X. Untagged shards like ours are counted on rank 0 only.\n\nThat was true of old DeepSpeed; the
+    answer is out of date."; round 36): at the rebuttal or the paragraph's end. Otherwise ``end``. Only declining it
+    ("I haven't confirmed it") is not enough: that may be about the agent's own sentences in between."""
+    stop = _paragraph_end(text, end)
+    if end >= stop:
+        return end
+    at = end
+    for _ in range(DISTANCING_SENTENCES):
+        start = at + len(text[at:stop]) - len(text[at:stop].lstrip())
+        if start >= stop:
+            break
+        if (
+            FIRST_PERSON.match(text, start)
+            or REBUTTAL_START.match(text, start)
+            or ACTUAL_PARAGRAPH.match(text, start - 1)
+        ):
+            return end
+        sentence_end = max(_prose_sentence(text, start)[1], start + 1)
+        if REBUTTED.search(text, start, sentence_end):
+            return start
+        at = sentence_end
+    else:
+        return end  # the paragraph goes on past the sentences looked at
+    after = _sentences_after(text, stop, 2)
+    return stop if REBUTTED.search(text, stop, after) else end
+
+
 def _claim_start(text: str, at: int) -> int:
     """Where someone else's claim whose opener starts at ``at`` begins: at the start of its sentence when
     only a short leading phrase ("For reference: DeepSpeed issue #5618 reports …"), a label that reports
@@ -1879,6 +1941,16 @@ UNENDORSED = re.compile(
 )
 
 
+#: What limits an endorsement to another version, setup or time ("that was true for old DDP versions, but …").
+LIMITED_TRUTH = re.compile(
+    r"\s+(?:only\s+)?(?:(?:for|of|in|on|with|under|before)\s+(?:the\s+|some\s+)?(?:old|older|earlier|previous|past|legacy|"
+    r"prior|other|ancient|pre-?[\w.]+|torch\s*1(?:\.\d+)?)\b|(?:once|back\s+then|at\s+one\s+point|historically|in\s+the\s+past)\b)",
+    re.IGNORECASE,
+)
+#: A complementiser ending the words before an endorsing word: the word is inside a reported "that" clause.
+THAT_CLAUSE_END = re.compile(r"\bthat\s+$", re.IGNORECASE)
+
+
 def _endorsed(text: str, start: int, end: int, reach: int = 2) -> bool:
     """Whether the agent endorses, between ``start`` and the end of the ``reach``-th sentence after the one
     holding ``end`` (``reach=0``: between ``start`` and ``end`` only), a claim it reported ("I agree",
@@ -1889,6 +1961,13 @@ def _endorsed(text: str, start: int, end: int, reach: int = 2) -> bool:
     for found in ENDORSEMENT.finditer(text, start, min(stop, start + MAX_SENTENCE)):
         before = text[max(0, found.start() - 24) : found.start()]
         if NEGATION.search(found.group(0)) or UNENDORSED.search(before):
+            continue
+        # round 36: true only of another version or time ("My answer: that was true for old DDP versions, but …")
+        if LIMITED_TRUTH.match(text, found.end()):
+            continue
+        # round 36: … or the reported claim's own words, in its "that" clause ("A forum post argues that X, and that
+        # this is exactly what happens to our head")
+        if found.start() < end and THAT_CLAUSE_END.search(before):
             continue
         # round 28: one promised on a condition ("If the ranks print different counts, my guess — that X — is
         # confirmed") endorses nothing yet
@@ -2189,15 +2268,42 @@ CONCESSION = re.compile(
 )
 
 
+#: A sentence that names a claim the agent looked at ("I checked the idea that X", "I considered whether X", "I
+#: considered that X"; round 36): after a sentence that denies a cause or a topic ("X is not the issue.", "It's not
+#: the wrapper."), it spells out what was denied. ("I checked that X" verifies X, and is not here.)
+CHECKED_CLAIM = re.compile(
+    r"[\W_]*(?:(?:so|and|first)\s*,?\s+)?(?:i|we)\s+(?:(?:also|first|already|carefully|specifically)\s+)?(?:"
+    r"(?:checked|considered|tested|examined|investigated|weighed|entertained|explored|looked\s+(?:at|into)|went\s+through|"
+    r"revisited|evaluated)\s+(?:the|that)\s+(?:[\w-]+\s+)?(?:idea|theory|hypothesis|possibility|suggestion|claim|notion|story|"
+    r"explanation)\s*,?\s+that|(?:considered|checked|tested|examined|investigated|wondered)\s+whether|considered\s+that)\b",
+    re.IGNORECASE,
+)
+#: A whole sentence that says what the cause is not ("It is not a width disagreement.", "It's not Accelerate's
+#: scheduler wrapper.").
+TOPIC_DENIED = re.compile(
+    r"[\W_]*(?:it|this|that)(?:'s|\s+is|\s+was)\s+not\s+(?!(?:that|true|the\s+case|so|it)\b)[^.!?;:,\n]{1,60}?[.!]?\s*",
+    re.IGNORECASE,
+)
+
+
 def _denial_continued(text: str, at: int) -> bool:
     """Whether the match at ``at`` is in a sentence that spells out what the sentence before it denied as the cause
     ("The divisor is not why ep2 and ep1 diverge. I mean the expert-dp group's size being used instead of W.") or
-    concedes its facts and goes on to deny them the effect ("X is not why calls OOM. Yes, X holds — but …")."""
+    concedes its facts and goes on to deny them the effect ("X is not why calls OOM. Yes, X holds — but …"), or names
+    the denied claim as one the agent looked at ("X is not the issue. I checked the idea that Y, …"), up to a contrast
+    and unless it confirms it."""
     begin, stop = _prose_sentence(text, at)
     conceded = CONCESSION.match(text, begin) is not None and CONTRAST.search(text, begin, stop) is not None
-    if begin == 0 or not (CONTINUATION.match(text, begin) or conceded):
+    checked = CHECKED_CLAIM.match(text, begin)
+    if begin == 0 or not (CONTINUATION.match(text, begin) or conceded or checked):
         return False
     before, end = _prose_sentence(text, begin - 1)
+    if checked is not None:
+        contrast = CONTRAST.search(text, checked.end(), stop)
+        if (contrast is not None and contrast.start() <= at) or ENDORSEMENT.search(text, checked.end(), stop):
+            return False
+        if TOPIC_DENIED.fullmatch(text, before, end):
+            return True
     closing = [m for m in CAUSE_DENIED.finditer(text, before, end) if _tail(m).fullmatch(text, m.end(), end)]
     return bool(closing) and not CONTRAST.search(text, closing[-1].end(), end)
 
@@ -2600,6 +2706,14 @@ def _belief_before(text: str, colon: int) -> bool:
     return any(m.end() >= len(lead.rstrip()) - 1 for m in PAST_BELIEF.finditer(lead))
 
 
+#: What the code should do instead, right after a verdict ("— wrong, should be ÷ W", "(wrong: must be the norm)").
+CORRECTION_AFTER = re.compile(
+    r"[\s,;:\u2014\u2013-]*(?:it\s+|this\s+|that\s+)?(?:should|must|needs?\s+to|ought\s+to|has\s+to)\s+(?:be|have\s+been|"
+    r"use|divide|count|include)\b",
+    re.IGNORECASE,
+)
+
+
 def _judged_false(text: str, start: int) -> bool:
     """Whether the agent marks the claim starting at ``start`` false in the rest of its sentence
     or list item ("… - rejected", "… (ruled out: …)"). A "(wrong)" paired with a "(right)" in its sentence grades
@@ -2608,6 +2722,8 @@ def _judged_false(text: str, start: int) -> bool:
     for verdict in VERDICT_FALSE.finditer(text, start, stop):
         if CODE_GRADED.match(verdict.group(0)) and CODE_GRADED_RIGHT.search(text, begin, stop):
             continue
+        if CORRECTION_AFTER.match(text, verdict.end()):
+            continue  # round 36: "÷ W/ep — wrong, should be ÷ W": what the code does, graded and corrected
         if _value_of_code(text, verdict.start() + (len(verdict.group(0)) - len(verdict.group(0).lstrip()))):
             continue  # "preserve_rng_state=train.deterministic (false)": the setting's value
         return True
@@ -2776,6 +2892,12 @@ WORD_CORRECTION = re.compile(r"\s*[,;]?\s*(?:[\w'-]+\s+){0,2}[\w'-]+\s*:(?=\s)")
 SELF_CORRECTION = re.compile(r"(?:\.{3}|\u2026)\s*(?P<no>no|nope)\b", re.IGNORECASE)
 
 
+#: A reason that opens right after a withdrawal ("…, because Y", "— since Y").
+REASON_AFTER = re.compile(
+    r"[\s,\u2014\u2013-]*(?:because|since|given\s+that|as\s+(?=the\b|its?\b|their\b))\b", re.IGNORECASE
+)
+
+
 def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> list[Withdrawal]:
     """The statement's withdrawals, in order: struck-through text takes back what it holds."""
     struck = zip(range(MAX_SCOPES), STRUCK.finditer(statement), strict=False)
@@ -2788,6 +2910,11 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
             # the clause ends at the punctuation a match may have consumed ("that was wrong. X": X stands)
             stop = WITHDRAWAL_END.search(statement, match.start() + len(match.group(0).rstrip(" .;:!,\u2014\u2013-")))
             reach = stop.start() if stop else len(statement)
+            # round 36: a reason given right after it ("The contract says X; they don't, because Y") is the agent's
+            # own claim: it takes back nothing after itself
+            reason = REASON_AFTER.match(statement, match.end())
+            if reason is not None:
+                reach = min(reach, match.start())
             target = _target(statement, match, reach)
             wrong_only = any(p.search(target) for p in wrong_patterns)
             if _on_condition(statement, match.start()) and not CONCLUSION.match(match.group(0)):
