@@ -60,7 +60,7 @@ typecheck: setup $(VENV)/.extras-test
 
 # The slowest tests are listed at the end of every run (CI time is a budget). Three workers, each given whole test
 # files (module fixtures and order hold; much of the suite waits on sandboxes and hung ranks with a core idle: two
-# workers kept the 2 cores about 45 % busy): at 18 cases 32 min of pytest against 37 min with two workers on this
+# workers kept the 2 cores about 45 % busy): at 18 cases 30-32 min of pytest against 37 min with two workers on this
 # 2-core machine. One process: make pytest PYTEST_ARGS="--durations=25".
 PYTEST_ARGS ?= --durations=25 -n 3 --dist loadfile
 pytest: runtime test-setup
