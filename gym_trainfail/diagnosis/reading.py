@@ -1182,14 +1182,22 @@ def _declined(text: str, opener: re.Match[str]) -> tuple[int, int] | None:
         return None
     end = _prose_sentence(text, declined.start())[0]
     for _ in range(DISTANCING_SENTENCES):  # a sentence of the agent's own before the declining one
-        gap = text[at:end]
-        start = min(end, at + len(gap) - len(gap.lstrip()))
+        start = _skip_space(text, at, end)
         if start >= end:
             break
         if FIRST_PERSON.match(text, start) or REBUTTAL_START.match(text, start):
             return begin, start
         at = max(_prose_sentence(text, start)[1], start + 1)
     return begin, end if end > begin else declined.start()
+
+
+SPACE = re.compile(r"\s*")
+
+
+def _skip_space(text: str, at: int, stop: int) -> int:
+    """The first offset from ``at`` that is not whitespace, ``stop`` at most (where a next sentence starts)."""
+    space = SPACE.match(text, min(at, stop), stop)
+    return space.end() if space else stop
 
 
 def _sentences_after(text: str, stop: int, count: int) -> int:
@@ -1856,7 +1864,7 @@ def _rebutted_continuation(text: str, end: int) -> int:
         return end
     at = end
     for _ in range(DISTANCING_SENTENCES):
-        start = at + len(text[at:stop]) - len(text[at:stop].lstrip())
+        start = _skip_space(text, at, stop)
         if start >= stop:
             break
         if (
@@ -2912,8 +2920,7 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
             reach = stop.start() if stop else len(statement)
             # round 36: a reason given right after it ("The contract says X; they don't, because Y") is the agent's
             # own claim: it takes back nothing after itself
-            reason = REASON_AFTER.match(statement, match.end())
-            if reason is not None:
+            if REASON_AFTER.match(statement, match.end()):
                 reach = min(reach, match.start())
             target = _target(statement, match, reach)
             wrong_only = any(p.search(target) for p in wrong_patterns)
