@@ -2213,3 +2213,98 @@ def test_round_36_the_code_called_wrong_is_no_rebuttal_of_a_reported_claim() -> 
     rebutted = text.format("comment", "out of date")
     assert _credited(rebutted) == (False, False)
     assert any(end > rebutted.index(CLAIM.capitalize()) for _, end in reading.scopes(rebutted).attributed)
+
+
+def test_round_37_a_numbered_version_point_or_log_entry_struck_is_withdrawn() -> None:
+    # round 37: "## Update\nv1 withdrawn, I misattributed it.", "EDIT (v2): striking v1.", "I'm striking point 2.",
+    # "09:40 Retract 09:18: …"
+    first = "## Root cause (v1)\n" + CLAIM.capitalize() + ".\n\n"
+    assert _credited(first + "## Update\nv1 withdrawn, I misattributed it. The logger is at fault.") == (False, False)
+    assert _credited(first + "EDIT (v2): striking v1. The logger is at fault.") == (False, False)
+    points = "1. Observed: peaks of 9 GiB.\n2. Cause: " + CLAIM + ".\n\nUpdate after the rerun: {}"
+    assert _credited(points.format("I'm striking point 2. No replacement yet.")) == (False, False)
+    log = "09:18 " + CLAIM + ". Probably it.\n09:40 {} the rerun used another seed."
+    assert _credited(log.format("Retract 09:18:")) == (False, False)
+    # attack: a point or entry kept, or a step number in the code, withdraws nothing
+    assert _credited(points.format("point 2 stands.")) == (True, True)
+    assert _credited(log.format("Confirmed 09:18:")) == (True, True)
+    assert _credited(CLAIM.capitalize() + ". Step 2 strikes the balance between the two buffers.") == (True, True)
+
+
+def test_round_37_a_log_entry_that_opens_with_nope_withdraws_the_one_before() -> None:
+    # round 37: "09:12 - likely culprit: X\n09:48 - nope. Y. Not the planner."
+    log = "09:12 - likely culprit: " + CLAIM + ".\n09:48 - {} the planner prices the head after all."
+    assert _credited(log.format("nope.")) == (False, False)
+    assert _credited("09:12 " + CLAIM + ".\nNope, the planner prices the head.") == (False, False)
+    # attack: "nope" inside a sentence, and a "nope" answering another question, keep the claim
+    assert _credited(log.format("confirmed:")) == (True, True)
+    assert _credited("Is it a memory leak? Nope. " + CLAIM.capitalize() + ".") == (True, True)
+
+
+def test_round_37_a_claim_spelled_out_after_a_ruled_out_label_is_denied() -> None:
+    # round 37: "Ruled out: RNG replay. The theory would be that X. But …", "Examined and excluded: the possibility
+    # that X. This was excluded; …"
+    assert _credited("Ruled out: the head. The theory would be that " + CLAIM + ". The logger is at fault.") == (
+        False,
+        False,
+    )
+    assert _credited("Examined and excluded: the possibility that " + CLAIM + ". The logger is at fault.") == (
+        False,
+        False,
+    )
+    # attack: a theory spelled out with no ruling-out before it is only put forward; "Examined:" rules nothing out
+    assert _credited("The head. The theory would be that " + CLAIM + ".") == (False, True)
+    assert _credited("Examined: the possibility that " + CLAIM + ".") != (False, False)
+
+
+def test_round_37_a_claim_known_after_a_part_called_fine_is_denied() -> None:
+    # round 37: "The Accelerate scheduler wrapper is fine. I know the claim that X, but …"
+    tail = ", but the peaks match the price. The logger is at fault."
+    assert _credited("The head's planner is fine. I know the claim that " + CLAIM + tail) == (False, False)
+    assert _credited("The planner is not the culprit. I have heard the theory that " + CLAIM + tail) == (False, False)
+    # attack: a part called fine before an unrelated finding keeps the finding
+    assert _credited("The logger is fine. " + CLAIM.capitalize() + ".") == (True, True)
+
+
+def test_round_37_a_heading_labels_its_list_and_a_ruled_out_heading_its_section() -> None:
+    # round 37: "## Hypotheses\n\n- X" puts X forward; "## Ruled out\n\nX. …\n\n## Root cause\n\nY" denies X
+    assert _credited("## Hypotheses\n\n- " + CLAIM + ".\n- the logger.") == (False, True)
+    assert _credited("### Possible causes\n- " + CLAIM + ".\n- the logger.") == (False, True)
+    ruled_out = "## Ruled out\n\n{}. The rerun shows the peaks match.\n\n## Root cause\n\n{}."
+    assert _credited(ruled_out.format(CLAIM.capitalize(), "The logger is at fault")) == (False, False)
+    # attack: the next heading ends the ruled-out section; other headings label nothing
+    assert _credited(ruled_out.format("A memory leak", CLAIM.capitalize())) == (True, True)
+    assert _credited("## Findings\n\n- " + CLAIM + ".") == (True, True)
+    assert _credited("## Root cause (was a hypothesis)\n\n" + CLAIM.capitalize() + ".") == (True, True)
+
+
+def test_round_37_possibly_on_an_adjective_hedges_only_the_adjective() -> None:
+    # round 37: 'Cause: "main" is resolved per node from possibly stale local refs, so …'
+    assert _credited("Cause: the planner, from possibly stale local refs, misses the head: three buffers while the "
+                     "checkpoint inputs stay live.") == (True, True)  # fmt: skip
+    # attack: "possibly" on the claim, or on an adjective with no noun after it, still puts it forward
+    assert _credited("Cause: possibly " + CLAIM + ".") == (False, True)
+    assert _credited(CLAIM.capitalize() + ", and the refs are possibly stale.") == (False, True)
+
+
+def test_round_37_a_suspicion_not_confirmed_disclaims_the_paragraph() -> None:
+    # round 37: "I suspect X: … FSDP would then shard … That's a suspicion from reading hub_cache.py, not something
+    # I've confirmed; next I'll hash …"
+    disclaimed = CLAIM.capitalize() + ". That's a suspicion from reading memory.py, not something I've {}; next: print."
+    assert _credited(disclaimed.format("confirmed")) == (False, True)
+    assert _credited(disclaimed.format("checked")) == (False, True)
+    # attack: a suspicion confirmed, and something confirmed, keep the claim
+    assert _credited(CLAIM.capitalize() + ". That's a suspicion I confirmed with the rerun.") == (True, True)
+    assert _credited(CLAIM.capitalize() + ". This is something I've confirmed with the rerun.") == (True, True)
+
+
+def test_round_37_a_check_whether_answered_in_the_next_sentence() -> None:
+    # round 37: "I checked whether X. It can't: …" denies X; "… It does: …" confirms it
+    checked = "I checked whether " + CLAIM + ". {} the peaks {} the price."
+    assert _credited(checked.format("It can't:", "match")) == (False, False)
+    assert _credited(checked.format("No:", "match")) == (False, False)
+    assert _credited(checked.format("It is not:", "match")) == (False, False)
+    assert _credited(checked.format("It does:", "exceed")) == (True, True)
+    # attack: a check still to run, or a next sentence that answers nothing, leaves it open
+    assert _credited("I'll check whether " + CLAIM + ". It does in theory.") == (False, True)
+    assert _credited("I checked whether " + CLAIM + ". The logger is at fault.") == (False, True)

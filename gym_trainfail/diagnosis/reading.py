@@ -350,6 +350,15 @@ RETRACTION = re.compile(
     # round 35: an earlier version named and called wrong ("Diagnosis (v2, replaces v1): On reflection, v1 is wrong")
     r"|\b(?:v|version|draft|revision|rev|take|diagnosis)\s*#?\d{1,2}\s+(?:is|was)\s+(?:wrong|incorrect|"
     r"mistaken|false|untrue|not\s+right|not\s+correct)\b"
+    # round 37: a numbered version, point or log entry withdrawn or struck ("## Update: v1 withdrawn, I misattributed
+    # it", "EDIT (v2): striking v1", "I'm striking point 2", "09:40 Retract 09:18: …")
+    r"|\b(?:v|version|draft|revision|rev|section|part|point|item|step|update|entry|bullet|note|paragraph)\s*#?\d{1,2}\s+"
+    r"(?:(?:is|was|has\s+been)\s+(?:hereby\s+|now\s+)?)?(?:withdrawn|retracted|struck(?:\s+out)?|scrapped)\b"
+    r"|\b(?:retract(?:ing)?|withdraw(?:ing)?|strik(?:e|ing)|scratch(?:ing)?|scrap(?:ping)?|cross(?:ing)?\s+out)\s+"
+    r"(?:(?:(?:my|the)\s+)?(?:point|item|step|entry|bullet|note|update|section|paragraph|v|version|draft|line)\s*#?\d{1,2}"
+    r"|\d{1,2}:\d\d)\b"
+    # round 37: a log entry or line that opens with "nope" ("09:48 - nope. GradScaler.step() itself …")
+    r"|(?:^|(?<=\n)|(?<=[.!?]\s))[\W_]*(?:\d{1,2}:\d\d\s*[-\u2013\u2014:]?\s*)?(?:nope|nah)\b(?=\s*[.!,;:\u2014\u2013-])"
     r"|\b(?:i|we)\s+no\s+longer\s+(?:think|believe|stand\s+by|hold|buy)\b|\b(?:withdrawing|retracting)\s+what\s+(?:i|we)\s+(?:said|wrote|"
     r"posted|claimed|suggested|proposed)\b|\bon\s+second\s+thoughts?\b|\bturn(?:s|ed)\s+out\s+to\s+be\s+wrong\b"
     r"|\bcorrection\s*:|\bno,?\s+wait\b|\bi\s+misread\b|\bmy\s+bad\b|\bturns?\s+out\s+i\s+(?:misread|misunderstood|was)\b"
@@ -778,6 +787,9 @@ ANSWER_YES = re.compile(
 CANDIDATES = re.compile(
     r"(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?!root\b)(?:(?:open|possible|remaining|current|candidate|likely|potential|several|"
     r"two|three|four|five|some|the|other|competing|alternative)\s+){0,2}"
+    # (round 37: "Examined and excluded: the possibility that X")
+    r"(?:(?:examined|checked|considered|investigated|tested|looked\s+at)\s*(?:and|&|,)\s*(?=ruled|rejected|excluded|"
+    r"eliminated|dismissed))?"
     r"(?:candidates?|causes|explanations|hypotheses|ideas|suspects|options|theories|possibilities|ruled\s+out|"
     r"rejected|excluded|eliminated|dismissed)\b[^:\n]{0,40}:"
     # round 8: a label that says its items are only candidates may be long ("Candidates for the rank mismatch, none
@@ -1371,6 +1383,10 @@ TENTATIVE = re.compile(
     # named as a proposition ("the idea that X", "the hypothesis that X"): its own predicate decides, else put forward
     r"|\bit(?:'s|\s+is|\s+seems|\s+looks)\s+(?:quite\s+|entirely\s+|very\s+|at\s+least\s+)?(?:possible|conceivable|plausible)\s+"
     r"(?:that\b|(?!(?:to|for|in|with|on|at|but|and)\b)(?=[\w`]))|\b(?:plausibly|conceivably|possibly)\b(?!\s+[\w-]+\)|-\w)"
+    # (round 37: not an adverb on an adjective before its noun: "resolved per node from possibly stale local refs")
+    r"(?!\s+(?:stale|outdated|old|older|different|wrong|uneven|unequal|empty|partial|short|shorter|missing|corrupt\w*|cached|"
+    r"truncated|mismatched|duplicated?|larger|smaller)\s+(?!(?:to|from|than|and|or|but|on|in|at|for|so|because|which|that|"
+    r"as|if|when|while)\b)[\w`]+)"
     r"|\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:\w+\s+)?(?:tempted|inclined)\s+to\s+(?:say|think|believe|blame|guess|suspect|"
     r"conclude)\b|\b(?:i|we)(?:'m|\s+am|\s+are|'re)?\s+lean(?:ing|s)?\s+(?:towards?|to)\b|\b(?:i|we)\s+(?:\w+\s+)?wonder\b"
     r"|\bif\s+(?:my|our)\s+(?:[\w-]+\s+){0,5}?(?:is|are)\s+(?:right|correct|accurate)\b|\bif\s+(?:i'm|i\s+am|we're|we\s+are)\s+"
@@ -1479,6 +1495,11 @@ UNVERIFIED = re.compile(
     r"|(?:^|(?<=[(\[,;:.!?\u2014\u2013\n])|(?<=\bbut\s)|(?<=\bstill\s)|(?<=\byet\s))\s*un(?:verified|confirmed|tested|proven)"
     r"|\b(?:this|that|it|the\s+(?:hypothesis|theory|idea|claim|diagnosis|explanation|guess))\s+(?:is|remains)\s+"
     r"(?:still\s+|as\s+yet\s+)?un(?:verified|confirmed|tested|proven)"
+    # round 37: "That's a suspicion from reading hub_cache.py, not something I've confirmed"
+    r"|\bnot\s+(?:something|anything)\s+(?:i|we)(?:'ve|\s+have)?\s+(?:yet\s+)?(?:verified|confirmed|tested|checked|proven|"
+    r"measured|established)(?:\s+yet)?"
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:that|this|it)(?:'s|\s+is)\s+(?:only\s+|just\s+|still\s+)?(?:a|my)\s+(?:[\w-]+\s+)?"
+    r"(?:suspicion|hunch|guess)\b"
     # … not both outcomes named ("after the optimizer has or hasn't run")
     r"|(?<!\bor\s)\b(?:haven't|have\s+not|hasn't|has\s+not|didn't|did\s+not)\s+(?:yet\s+)?(?:verified|confirmed|tested|checked|"
     r"run|measured|proven|probed|instrumented|traced|profiled|reproduced|logged|established|shown|demonstrated)"
@@ -1578,7 +1599,10 @@ UNVERIFIED = re.compile(
 CONFIRMATION = re.compile(
     rf"{_UNCONFIRMED}(?<!n't\s)(?<!\bif\s)(?<!\bonce\s)(?<!\buntil\s)(?<!\bunless\s)(?<!\bwhen\s)"
     # (round 33: nor one with its object negated: "I lean towards A but have verified neither")
-    r"(?<!\bnever\s)(?<!\bto\s)(?<!\bnot\s\w{3}\s)\b(?:confirmed|verified)\b"
+    r"(?<!\bnever\s)(?<!\bto\s)(?<!\bnot\s\w{3}\s)"
+    # (round 37: nor "not something I've confirmed")
+    r"(?<!\bnot\ssomething\si've\s)(?<!\bnot\ssomething\swe've\s)(?<!\bnot\sanything\si've\s)(?<!\bnot\ssomething\si\shave\s)"
+    r"\b(?:confirmed|verified)\b"
     r"(?!\s+(?:whether|if|yet|neither|none|nothing|either|any|anything)\b)"
     r"|\b(?:probe|run|rerun|trace|numbers|counts|logs?|checkpoints?|masks|test|experiment|measurement|output|data|"
     r"digests?|profile|printout|diff|comparison|dumps?|checks?|plots?|curves?)\s+(?:\w+\s+){0,2}?(?<!\bto\s)(?:confirms|supports|"
@@ -2115,6 +2139,9 @@ def _reading(pattern: re.Pattern[str], match: re.Match[str], view: View, at: Ass
         return "denied"
     if GRANTING.match(view.text, _prose_sentence(view.text, match.start())[0]):
         return "open"  # "Even granting that X, the difference would be far below what we see": X only conceded
+    if not voiced and _denial_continued(view.text, match.start()):
+        # before the supposition: "Ruled out: RNG replay. The theory would be that X …" (round 37)
+        return "denied"
     if _hypothetical(view.text, match.start()) and not voiced:
         return "hypothesised"
     if _reported_past(view.text, match.start(), match.end()) and not found.confirmed_after(at.start):
@@ -2128,8 +2155,6 @@ def _reading(pattern: re.Pattern[str], match: re.Match[str], view: View, at: Ass
             return "denied"
         if not _endorsed(view.source, at.start, _prose_sentence(view.source, at.start)[1]):
             return "attributed"
-    if _denial_continued(view.text, match.start()):
-        return "denied"
     if PLANNED_CHECK.match(view.text, _prose_sentence(view.text, match.start())[0]):
         return "open"  # "I'll print the per-rank norms next to check.": what it will look at, not a claim
     if _negated_before(view.text, match, wrong=wrong):
@@ -2282,14 +2307,25 @@ CONCESSION = re.compile(
 CHECKED_CLAIM = re.compile(
     r"[\W_]*(?:(?:so|and|first)\s*,?\s+)?(?:i|we)\s+(?:(?:also|first|already|carefully|specifically)\s+)?(?:"
     r"(?:checked|considered|tested|examined|investigated|weighed|entertained|explored|looked\s+(?:at|into)|went\s+through|"
-    r"revisited|evaluated)\s+(?:the|that)\s+(?:[\w-]+\s+)?(?:idea|theory|hypothesis|possibility|suggestion|claim|notion|story|"
+    r"revisited|evaluated|know|knew|heard|read|saw|have\s+(?:seen|heard|read))\s+(?:the|that)\s+(?:[\w-]+\s+)?(?:idea|theory|hypothesis|possibility|suggestion|claim|notion|story|"
     r"explanation)\s*,?\s+that|(?:considered|checked|tested|examined|investigated|wondered)\s+whether|considered\s+that)\b",
     re.IGNORECASE,
 )
 #: A whole sentence that says what the cause is not ("It is not a width disagreement.", "It's not Accelerate's
 #: scheduler wrapper.").
 TOPIC_DENIED = re.compile(
-    r"[\W_]*(?:it|this|that)(?:'s|\s+is|\s+was)\s+not\s+(?!(?:that|true|the\s+case|so|it)\b)[^.!?;:,\n]{1,60}?[.!]?\s*",
+    r"[\W_]*(?:it|this|that)(?:'s|\s+is|\s+was)\s+not\s+(?!(?:that|true|the\s+case|so|it)\b)[^.!?;:,\n]{1,60}?[.!]?\s*"
+    # round 37: a part called innocent ("The Accelerate scheduler wrapper is fine."), or a label that rules a topic
+    # out ("Ruled out: RNG replay.")
+    r"|[\W_]*(?:the|our|their|its)\s+[^.!?;:,\n]{1,60}?\s+(?:is|are|was|were)\s+(?:fine|innocent|blameless|not\s+at\s+fault|"
+    r"not\s+(?:the\s+)?(?:problem|issue|culprit|cause|bug))\s*[.!]?\s*"
+    r"|[\W_]*(?:ruled\s+out|rejected|excluded|eliminated|dismissed)\s*:\s*[^.!?;:\n]{1,60}[.!]?\s*",
+    re.IGNORECASE,
+)
+#: A sentence that spells out the claim just named ("The theory would be that X", "The idea is that X"; round 37).
+EXPLAINED_CLAIM = re.compile(
+    r"[\W_]*(?:the|that|this|its)\s+(?:[\w-]+\s+)?(?:idea|theory|hypothesis|possibility|suggestion|claim|notion|story|"
+    r"explanation|argument)\s+(?:would\s+be|is|was|goes)\s*:?\s*(?:that\b)?",
     re.IGNORECASE,
 )
 
@@ -2302,7 +2338,7 @@ def _denial_continued(text: str, at: int) -> bool:
     and unless it confirms it."""
     begin, stop = _prose_sentence(text, at)
     conceded = CONCESSION.match(text, begin) is not None and CONTRAST.search(text, begin, stop) is not None
-    checked = CHECKED_CLAIM.match(text, begin)
+    checked = CHECKED_CLAIM.match(text, begin) or EXPLAINED_CLAIM.match(text, begin)
     if begin == 0 or not (CONTINUATION.match(text, begin) or conceded or checked):
         return False
     before, end = _prose_sentence(text, begin - 1)
@@ -2428,7 +2464,7 @@ def _hypothetical(text: str, at: int) -> bool:
     breaks = list(CLAUSE_BREAK.finditer(text, begin, at))
     clause = breaks[-1].end() if breaks else begin
     if OPEN_QUESTION.search(text[clause:at]):
-        return True
+        return _check_answer(text, begin, stop) != "yes"  # "I checked whether X. It does: …" (round 37)
     if text[clause:at].strip():
         return False
     # the match starts its clause (a sentence-level phrasing): read the clause's opening words too,
@@ -2440,14 +2476,38 @@ def _hypothetical(text: str, at: int) -> bool:
     return bool(OPEN_QUESTION.search(lead[: cut.start() if cut else len(lead)]))
 
 
+#: A sentence that reports a check of a yes/no question ("I checked whether X.", "We tested if X."; round 37): the
+#: next sentence, if it opens with an answer, answers it ("It can't: …", "It does: …").
+CHECKED_WHETHER = re.compile(
+    r"[\W_]*(?:(?:so|and|first|then|next)\s*,?\s+)?(?:i|we)\s+(?:(?:also|first|then|carefully|specifically|already)\s+)?"
+    r"(?:checked|tested|examined|investigated|looked\s+(?:at|into))\s+(?:whether|if)\b",
+    re.IGNORECASE,
+)
+#: "It can't" as an answer.
+ANSWER_CANNOT = re.compile(r"[\s*_]*it\s+(?:can't|cannot|can\s+not|couldn't|could\s+not|won't)\b", re.IGNORECASE)
+
+
+def _check_answer(text: str, begin: int, stop: int) -> str | None:
+    """The answer, "no" or "yes", where the sentence ``[begin, stop)`` reports checking whether something holds and
+    the next sentence opens with it ("I checked whether X. It can't: …"); ``None`` otherwise."""
+    if not text.startswith(".", stop) or not CHECKED_WHETHER.match(text, begin):
+        return None
+    if ANSWER_NO.match(text, stop + 1) or ANSWER_CANNOT.match(text, stop + 1):
+        return "no"
+    return "yes" if ANSWER_YES.match(text, stop + 1) else None
+
+
 def _answered_no(text: str, at: int) -> bool:
-    """Whether the match at ``at`` is in a yes/no question answered "no" at once ("Is it X? No: …")."""
+    """Whether the match at ``at`` is in a yes/no question answered "no" at once ("Is it X? No: …"), or in a check
+    whether it holds answered so ("I checked whether X. It can't: …")."""
     begin, stop = _prose_sentence(text, at)
     sentence = text[begin:stop]
     asked = (
         YES_NO_QUESTION.match(sentence) or MUSED_QUESTION.match(sentence) or DECLARATIVE_QUESTION.fullmatch(sentence)
     )
-    return bool(text.startswith("?", stop) and asked and ANSWER_NO.match(text, stop + 1))
+    return bool(text.startswith("?", stop) and asked and ANSWER_NO.match(text, stop + 1)) or (
+        _check_answer(text, begin, stop) == "no"
+    )
 
 
 def _denied_sentence(text: str, at: int) -> bool:
@@ -2638,16 +2698,44 @@ def _candidate(text: str, at: int) -> str | None:
         return _label_stance(label.group(0))
     line_start = text.rfind("\n", 0, at) + 1
     if not LIST_ITEM.match(text, line_start):
-        return None
-    # walk back over the list's items (bounded) to the line that introduces the list
+        return "denied" if _under_rejected_heading(text, at) else None
+    # walk back over the list's items (bounded) to the line that introduces the list (round 37: over one blank line
+    # to a heading, "## Hypotheses\n\n- X")
+    blank = False
     for _ in range(MAX_LIST_ITEMS):
         if line_start == 0:
             return None
         line_start = text.rfind("\n", 0, line_start - 1) + 1
-        if not LIST_ITEM.match(text, line_start):
-            label = CANDIDATES.search(text[line_start : text.find("\n", line_start)])
+        line = text[line_start : text.find("\n", line_start)]
+        if not line.strip() and not blank:
+            blank = True
+            continue
+        if not LIST_ITEM.match(line):
+            label = CANDIDATES.search(line) or HEADING_LABEL.fullmatch(line)
             return _label_stance(label.group(0)) if label else None
     return None
+
+
+#: A markdown heading that names its section's items as candidates or rejected ones ("## Hypotheses", "### Ruled
+#: out", "## Rejected explanations"; round 37).
+HEADING_LABEL = re.compile(
+    r"[ \t]*#{1,6}[ \t]*(?:[\w-]+\s+){0,3}?(?:candidates?|hypothes[ie]s|suspects|possibilities|theories|"
+    r"open\s+questions|ruled\s+out|rejected|excluded|eliminated|dismissed|(?:possible|potential|candidate)\s+(?:reasons|causes|explanations|"
+    r"culprits|mechanisms))\b[^\n:]{0,60}:?[ \t#]*",
+    re.IGNORECASE,
+)
+#: Any markdown heading line.
+HEADING = re.compile(r"(?m)^[ \t]*#{1,6}[ \t]+[^\n]*$")
+
+
+def _under_rejected_heading(text: str, at: int) -> bool:
+    """Whether ``at`` lies in a section whose heading rules its content out ("## Ruled out\n\nX …", up to the next
+    heading; round 37)."""
+    headings = list(HEADING.finditer(text, 0, at))
+    if not headings:
+        return False
+    heading = HEADING_LABEL.fullmatch(headings[-1].group(0))
+    return heading is not None and REJECTED_LABEL.search(heading.group(0)) is not None
 
 
 def _item(text: str, at: int) -> tuple[int, int] | None:
