@@ -37,6 +37,7 @@ ENVS = ROOT / "envs"
 TUNE = Path(os.environ.get("TUNE", "/tmp/tune"))
 #: What a blind writer must not see.
 HIDDEN = (
+    "blind-sets",  # the next round's merged blind set, committed unopened
     "envs/*/grader/diagnosis",
     "envs/*/admission*.json",
     "envs/*/traincheck-reach.json",
