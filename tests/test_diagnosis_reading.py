@@ -1174,8 +1174,9 @@ def test_round_nineteen_reported_claims(statement: str, expected: bool, hypothes
         # a consequence in the conditional mood goes on putting forward what a sentence before put forward
         ("I suspect the estimate is short. The planner misses the head, and it would then hold three buffers while "
          "the checkpoint inputs stay live.", False, True),
-        # a yes/no question opening its paragraph puts it forward, unless answered at once
-        ("Is the estimate even right? " + CORRECT, False, True),
+        # a yes/no question opening its paragraph puts it forward, unless answered at once (round 38: one that names a
+        # mechanism; "Is the estimate even right?" asks nothing of the sentences after it)
+        ("Does the planner even price the head? " + CORRECT, False, True),
         ("Is the estimate right? No: " + CORRECT, True, True),
     ],
 )  # fmt: skip
@@ -2308,3 +2309,76 @@ def test_round_37_a_check_whether_answered_in_the_next_sentence() -> None:
     # attack: a check still to run, or a next sentence that answers nothing, leaves it open
     assert _credited("I'll check whether " + CLAIM + ". It does in theory.") == (False, True)
     assert _credited("I checked whether " + CLAIM + ". The logger is at fault.") == (False, True)
+
+
+def test_round_38_struck_versions_and_claims_no_longer_stood_behind_are_withdrawn() -> None:
+    # round 38: "Summary (v2, supersedes v1): v1 was a misread.", "I'm no longer standing behind this."
+    assert _credited("Summary (v1): " + CLAIM + ".\n\nSummary (v2): v1 was a misread; the logger.") == (False, False)
+    assert _credited(CLAIM.capitalize() + ".\n\nSecond look: I'm no longer standing behind this.") == (False, False)
+    # attack: a version that stands, and standing behind it, keep the claim
+    assert _credited("Summary (v1): " + CLAIM + ".\n\nSummary (v2): v1 was a good start.") == (True, True)
+    assert _credited(CLAIM.capitalize() + ".\n\nSecond look: I'm still standing behind this.") == (True, True)
+
+
+def test_round_38_a_claim_named_after_a_ruling_out_or_a_denial_is_denied() -> None:
+    # round 38: "I ruled out a width mismatch: the idea that X", "it's not the ordering in Y, i.e. the idea that X",
+    # "Checked and not the cause: the possibility that X"
+    assert _credited("I ruled out a head gap: the idea that " + CLAIM + ". The logger is at fault.") == (False, False)
+    assert _credited("What it is NOT: it's not the head in memory.py, i.e. the idea that " + CLAIM + ".") == (
+        False,
+        False,
+    )
+    assert _credited("Checked and not the cause: the possibility that " + CLAIM + ". The logger is.") == (False, False)
+    # attack: a name kept open, and a "checked" label that rules nothing out, do not deny it
+    assert _credited("I kept a head gap open: the idea that " + CLAIM + ".") != (False, False)
+    assert _credited("Checked: " + CLAIM + ".") == (True, True)
+
+
+def test_round_38_a_thing_called_the_right_one_endorses_no_reported_claim() -> None:
+    # round 38: 'The review bot left this on memory.py: "X" Resolved as won't-fix. …, so that's the right divisor.'
+    bot = 'The review bot left this on memory.py: "' + CLAIM.capitalize() + ".\" Resolved as won't-fix. {}"
+    assert _credited(bot.format("The planner prices the head, so that's the right budget.")) == (False, False)
+    # attack: the claim called right, or the right diagnosis, is endorsed
+    assert _credited(bot.format("On reflection that's right.")) == (True, True)
+    assert _credited(bot.format("On reflection that's the right diagnosis.")) == (True, True)
+
+
+def test_round_38_a_supposition_whose_consequence_is_denied_denies_its_condition() -> None:
+    # round 38: "If the norms were shard-local the printed grad_norm would jump around, and it doesn't"
+    supposed = "If " + CLAIM + ", the peak would exceed the price, {} The logger is at fault."
+    assert _credited(supposed.format("and it doesn't.")) == (False, False)
+    assert _credited(supposed.format("but it never does.")) == (False, False)
+    # attack: a supposition with no denial is only put forward
+    assert _credited(supposed.format("so I will measure it.")) == (False, True)
+
+
+def test_round_38_a_confirmation_in_a_conditional_clause_confirms_nothing() -> None:
+    # round 38: "Hypothesis to test next: X. Plan: run both; if the ep2 displacement is 2x the ep1 one, this is it."
+    planned = "Hypothesis: " + CLAIM + ". Plan: rerun; {}, this is it."
+    assert _credited(planned.format("if the peak exceeds the price by 3 buffers")) == (False, True)
+    assert _credited(planned.format("once the peak exceeds the price by 3 buffers")) == (False, True)
+    # attack: a confirmation after the run is one
+    assert _credited(planned.format("I reran it: the peak exceeds the price by 3 buffers")) == (True, True)
+
+
+def test_round_38_a_negation_ends_before_a_plural_subject_with_its_own_verb() -> None:
+    # round 38: "with ep=2 the group is 1 rank, so nothing gets divided at all and experts get 2x the gradient"
+    lead = (
+        "The planner misses the head: nothing gets freed at all and {} three buffers while checkpoint inputs stay live."
+    )
+    assert _credited(lead.format("chunks get")) == (True, True)
+    assert _credited(lead.format("chunk rows use")) == (True, True)
+    # attack: a second verb of the negated subject, or "get to" (no object of its own), stays negated
+    assert _credited(lead.format("chunks get to")) == (False, False)
+    assert _credited("Nothing is freed and does not get three buffers while the checkpoint inputs stay live.") == (
+        False,
+        False,
+    )
+
+
+def test_round_38_an_opening_question_whether_something_is_right_leaves_the_answer_asserted() -> None:
+    # round 38: "Is the loss right? compute_loss divides by its own token count, so …" (the agent's own answer)
+    assert _credited("Is the budget right? " + CLAIM.capitalize() + ".") == (True, True)
+    assert _credited("Is the budget right? " + CLAIM.capitalize() + ". A memory leak is the problem.") == (False, False)
+    # attack: a question that names a mechanism still opens a paragraph of hypotheses
+    assert _credited("Is the planner even pricing the head? " + CLAIM.capitalize() + ".") == (False, True)

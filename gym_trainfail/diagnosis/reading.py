@@ -141,7 +141,11 @@ CLAUSE_BREAK = re.compile(
     r"|(?!(?:then|also|therefore|thus|so|just|only|still|never|not|is|are|was|were|be|been|being|gets?|got|has|have|had|"
     r"[a-z]+ly)\b)(?:[a-z_0-9]+(?:'s)?\s+){1,2}(?:scaled|clipped|used|drew|took|ran|kept|saw|applied|stepped|held|loaded|"
     r"called|repeated|replayed|reused|produced|returned|skipped|gave|made|started|ended|landed|came|went|computed|divided|"
-    r"multiplied)\b)"
+    r"multiplied)\b"
+    # round 38: … or a plural subject's ("nothing gets divided at all and experts get 2x the gradient")
+    r"|(?!(?:then|also|therefore|thus|so|just|only|still|never|not|is|are|was|were|be|been|being|gets?|got|has|have|had|"
+    r"do|does|did|to|[a-z]+ly)\b)(?:[a-z_0-9]+(?:'s)?\s+){1,2}(?:get|use|draw|take|read|run|see|apply|hold|load|receive|"
+    r"end\s+up|come\s+out)\s+(?!(?:to|by|with|and|or)\b)\w)"
     r"|(?<!\bnot\s)(?<!n't\s)(?<!\bnever\s)\b(?:because|since|while|whereas|when)\b"
     # round 28: "instead of" / "rather than" negates its short object, not the predicate after it ("Dividing by W/ep
     # instead of W leaves a factor ep")
@@ -349,7 +353,7 @@ RETRACTION = re.compile(
     r"(?:hold|stand|survive)s?\b"
     # round 35: an earlier version named and called wrong ("Diagnosis (v2, replaces v1): On reflection, v1 is wrong")
     r"|\b(?:v|version|draft|revision|rev|take|diagnosis)\s*#?\d{1,2}\s+(?:is|was)\s+(?:wrong|incorrect|"
-    r"mistaken|false|untrue|not\s+right|not\s+correct)\b"
+    r"mistaken|false|untrue|not\s+right|not\s+correct|(?:a|my)\s+(?:misread(?:ing)?|mistake|misunderstanding))\b"
     # round 37: a numbered version, point or log entry withdrawn or struck ("## Update: v1 withdrawn, I misattributed
     # it", "EDIT (v2): striking v1", "I'm striking point 2", "09:40 Retract 09:18: …")
     r"|\b(?:v|version|draft|revision|rev|section|part|point|item|step|update|entry|bullet|note|paragraph)\s*#?\d{1,2}\s+"
@@ -359,7 +363,9 @@ RETRACTION = re.compile(
     r"|\d{1,2}:\d\d)\b"
     # round 37: a log entry or line that opens with "nope" ("09:48 - nope. GradScaler.step() itself …")
     r"|(?:^|(?<=\n)|(?<=[.!?]\s))[\W_]*(?:\d{1,2}:\d\d\s*[-\u2013\u2014:]?\s*)?(?:nope|nah)\b(?=\s*[.!,;:\u2014\u2013-])"
-    r"|\b(?:i|we)\s+no\s+longer\s+(?:think|believe|stand\s+by|hold|buy)\b|\b(?:withdrawing|retracting)\s+what\s+(?:i|we)\s+(?:said|wrote|"
+    r"|\b(?:i|we)\s+no\s+longer\s+(?:think|believe|stand\s+by|stand\s+behind|hold|buy)\b"
+    # round 38: "Second look, an hour later: I'm no longer standing behind this."
+    r"|\b(?:i'm|i\s+am|we're|we\s+are)\s+no\s+longer\s+(?:standing\s+(?:behind|by)|backing|defending)\b|\b(?:withdrawing|retracting)\s+what\s+(?:i|we)\s+(?:said|wrote|"
     r"posted|claimed|suggested|proposed)\b|\bon\s+second\s+thoughts?\b|\bturn(?:s|ed)\s+out\s+to\s+be\s+wrong\b"
     r"|\bcorrection\s*:|\bno,?\s+wait\b|\bi\s+misread\b|\bmy\s+bad\b|\bturns?\s+out\s+i\s+(?:misread|misunderstood|was)\b"
     r"|\b(?:retract|withdraw)(?:ing|ed|n)?\s+(?:this|that|it|them|these|those|the\s+above|all\s+of\s+(?:this|that)|my\s+\w+)\b"
@@ -789,9 +795,10 @@ CANDIDATES = re.compile(
     r"two|three|four|five|some|the|other|competing|alternative)\s+){0,2}"
     # (round 37: "Examined and excluded: the possibility that X")
     r"(?:(?:examined|checked|considered|investigated|tested|looked\s+at)\s*(?:and|&|,)\s*(?=ruled|rejected|excluded|"
-    r"eliminated|dismissed))?"
+    r"eliminated|dismissed|not\s+the\s+cause))?"
+    # (round 38: "Checked and not the cause: the possibility that X")
     r"(?:candidates?|causes|explanations|hypotheses|ideas|suspects|options|theories|possibilities|ruled\s+out|"
-    r"rejected|excluded|eliminated|dismissed)\b[^:\n]{0,40}:"
+    r"rejected|excluded|eliminated|dismissed|not\s+the\s+cause)\b[^:\n]{0,40}:"
     # round 8: a label that says its items are only candidates may be long ("Candidates for the rank mismatch, none
     # confirmed yet:", "Open candidates for why TP=2 doesn't reproduce TP=1 (none tested yet):", "Possible reasons X:")
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:[\w-]+\s+){0,2}?(?:candidates|hypotheses|suspects|possibilities|"
@@ -812,7 +819,9 @@ HEDGED_ALTERNATIVES = re.compile(
 )
 ALTERNATIVE = re.compile(r"\bor\b", re.IGNORECASE)
 #: A candidates label whose items are rejected ("Ruled out:", "Rejected:").
-REJECTED_LABEL = re.compile(r"\b(?:ruled\s+out|rejected|excluded|eliminated|dismissed)\b", re.IGNORECASE)
+REJECTED_LABEL = re.compile(
+    r"\b(?:ruled\s+out|rejected|excluded|eliminated|dismissed|not\s+the\s+cause)\b", re.IGNORECASE
+)
 #: An item of a candidate list marked as the one that holds.
 CONFIRMED = re.compile(
     r"(?<!\bnot\s)(?<!\bnone\s)(?<!\bun)\b(?:confirmed|verified|this\s+is\s+it|that's\s+it|the\s+cause)\b|[✓✔]",
@@ -851,10 +860,14 @@ SENTENCE_DENIAL = re.compile(
     r"there(?:'s|\s+is|\s+was)\s+no\s+(?:\w+\s+){0,2}?(?:way|path|mechanism|place|point|case|scenario|chance|route)\s*(?:where|"
     r"in\s+which|by\s+which|through\s+which|whereby|that|for)?\b|(?:i|we)\s+(?:can\s+|could\s+|have\s+|'ve\s+)?(?:rule|ruled)\s+"
     r"out\s+(?:the\s+possibility\s+)?that\b|"
+    # round 38: "it's not the ordering in _backward_epilogue, i.e. the idea that X"
+    r"it(?:'s|\s+is|\s+was)\s+not\s+(?:[^.!?;:\n]|\.(?=\w)){1,80}?,\s*(?:i[.\s]\s?e\.|that\s+is|namely)\s*,?\s*the\s+"
+    r"(?:possibility|idea|theory|notion|hypothesis|explanation|claim)\s+that\b|"
     # round 35: "I specifically excluded the possibility that X"
     r"(?:i|we)\s+(?:have\s+|'ve\s+|had\s+)?(?:\w+ly\s+)?(?:excluded|eliminated|rejected|dismissed|disproved|refuted|ruled\s+out)\s+"
     # round 36: … after what it is named ("I ruled out the divisor in reduction.py, i.e. the idea that X")
-    r"(?:(?:[^.!?;:\n]|\.(?=\w)){1,80}?,\s*(?:i[.\s]\s?e\.|that\s+is|namely)\s*,?\s*)?the\s+"
+    # (round 38: or after a colon: "I ruled out a width mismatch between ranks: the idea that X")
+    r"(?:(?:[^.!?;:\n]|\.(?=\w)){1,80}?(?:,\s*(?:i[.\s]\s?e\.|that\s+is|namely)\s*,?|:)\s*)?the\s+"
     r"(?:possibility|idea|theory|notion|hypothesis|explanation|claim)\s+that\b|(?:i|we)\s+(?:found|find|see|saw|have|had)\s+(?:nothing|no\s+(?:\w+\s+)?(?:evidence|"
     r"sign|indication|trace|hint))\s+(?:(?:to\s+(?:indicate|suggest|show)|suggesting|indicating|showing|that\s+(?:suggests?|"
     r"indicates?|shows?))\s+)?that\b|it\s+(?:can't|cannot|can\s+not|couldn't)\s+be\s+(?:the\s+case\s+)?that\b|"
@@ -1307,8 +1320,10 @@ ENDORSEMENT = re.compile(
     r"colleague|teammate|reporter)\s+(?:is|was)\s+(?:\w+\s+)?(?:right|correct|spot\s+on|accurate)\b"
     # (round 31: not someone's words after their report verb: "A commenter says that is exactly what happens here")
     r"|(?<!\bsays\s)(?<!\bsaid\s)(?<!\bclaims\s)(?<!\bthinks\s)(?<!\bargues\s)(?<!\binsists\s)(?<!\bwrote\s)"
-    r"\b(?:that|this|it|which)(?:'s|\s+is|\s+was)\s+(?:\w+\s+)?(?:right|correct|true|accurate|exactly\s+(?:it|right|what\s+"
-    r"happens|what's\s+happening))\b"
+    # (round 38: nor a thing called the right one: "…, so that's the right divisor"; "that's the correct diagnosis" is)
+    r"\b(?:that|this|it|which)(?:'s|\s+is|\s+was)\s+(?:(?:the|a|an)\s+(?:right|correct|accurate)\s+(?:explanation|diagnosis|"
+    r"answer|reading|call|analysis|theory|story|conclusion)|(?!(?:the|a|an)\s)(?:\w+\s+)?(?:right|correct|true|accurate|"
+    r"exactly\s+(?:it|right|what\s+happens|what's\s+happening)))\b"
     # (round 36: not a procedure repeated: "I reproduced the run on a single rank and saw the same discrepancy")
     r"|\b(?:i|we)\s+(?:\w+\s+)?(?:confirmed|verified|reproduced|can\s+confirm)\s+(?:it|this|that|the\s+(?!(?:run|runs|job|"
     r"setup|experiment|training|script|command)\b)\w+)\b"
@@ -1417,6 +1432,13 @@ HYPOTHESIS_OPENING = re.compile(
     r"|is\s+(?:the\s+(?:problem|issue|cause|bug|culprit|reason)|it)\s+(?:simply\s+|just\s+)?that\b(?:[^.!?\n]|\.(?=\w)){0,200}\?"
     r"(?![\W_]*(?:yes|yep|yeah|no|nope|correct|right|indeed|exactly)\b)"
     r"|is\s+it\s+(?:possible|conceivable|plausible)\b[^.!?\n]{0,200}\?)",
+    re.IGNORECASE,
+)
+#: An opening question that only asks whether something is right ("Is the loss right? compute_loss divides by …";
+#: round 38): it puts forward no mechanism, and what the paragraph goes on to say is the agent's own answer.
+EVALUATIVE_QUESTION = re.compile(
+    r"[ \t]*[\W_]*(?:is|are|was|were)\s+(?:the|this|that|our|it)\b(?:[^.!?\n]|\.(?=\w)){0,60}?\b(?:right|correct|wrong|"
+    r"ok|okay|fine|sane|consistent)\s*\?",
     re.IGNORECASE,
 )
 #: Odds put on a claim ("~70% on this:", "I'd put ~70% on X", "65% likely", "Rough odds:", "P(stale cache) ~ 0.7",
@@ -1823,6 +1845,8 @@ def scopes(text: str) -> Scopes:
         if n >= MAX_SCOPES:
             break
         end = _paragraph_end(text, opening.end())
+        if EVALUATIVE_QUESTION.fullmatch(opening.group(0)):
+            end = opening.end()  # the question alone is open
         actual = ACTUAL_PARAGRAPH.search(text, opening.end(), end)
         tentative.append((opening.start(), actual.start() if actual else end))
     for n, marker in enumerate(TENTATIVE.finditer(text)):
@@ -1861,7 +1885,9 @@ def scopes(text: str) -> Scopes:
     confirmations = tuple(
         m.start()
         for _, m in zip(range(MAX_SCOPES), CONFIRMATION.finditer(text), strict=False)
-        if not _on_condition(text, m.start()) and not CONDITIONED.search(text, max(0, m.start() - 40), m.start())
+        if not _on_condition(text, m.start())
+        and not CONDITIONED.search(text, max(0, m.start() - 40), m.start())
+        and not _clause_on_condition(text, m.start())
     )
     return Scopes(tuple(attributed), tuple(tentative), confirmations)
 
@@ -2142,6 +2168,8 @@ def _reading(pattern: re.Pattern[str], match: re.Match[str], view: View, at: Ass
     if not voiced and _denial_continued(view.text, match.start()):
         # before the supposition: "Ruled out: RNG replay. The theory would be that X …" (round 37)
         return "denied"
+    if not voiced and _refuted_supposition(view.text, match.start()):
+        return "denied"  # "If the norms were shard-local, grad_norm would jump around, and it doesn't" (round 38)
     if _hypothetical(view.text, match.start()) and not voiced:
         return "hypothesised"
     if _reported_past(view.text, match.start(), match.end()) and not found.confirmed_after(at.start):
@@ -2876,6 +2904,28 @@ SUPPOSITION = re.compile(
 )
 
 
+#: What contradicts a supposition's consequence in its own sentence ("…, the printed norm would jump around, and it
+#: doesn't"; round 38).
+CONSEQUENCE_DENIED = re.compile(
+    r"(?:,\s*|\s+)(?:and|but|yet)\s+(?:it|they|that|this|none|nothing)\s+(?:doesn't|don't|didn't|does\s+not|do\s+not|did\s+not|"
+    r"isn't|aren't|wasn't|weren't|is\s+not|are\s+not|never|won't|can't)\b",
+    re.IGNORECASE,
+)
+
+
+def _refuted_supposition(text: str, at: int) -> bool:
+    """Whether ``at`` lies in the condition of a supposition whose consequence the same sentence then denies ("If the
+    norms were shard-local, the printed grad_norm would jump around, and it doesn't"): modus tollens, the condition
+    denied (round 38)."""
+    begin, stop = _prose_sentence(text, at)
+    supposition = SUPPOSITION.match(text, begin)
+    return (
+        supposition is not None
+        and at < supposition.end()
+        and CONSEQUENCE_DENIED.search(text, supposition.end(), stop) is not None
+    )
+
+
 def supposed(text: str, at: int) -> bool:
     """Whether the prose sentence holding ``at`` is a supposition (:data:`SUPPOSITION`)."""
     begin, _ = _prose_sentence(text, at)
@@ -3199,6 +3249,22 @@ def _on_condition(text: str, at: int) -> bool:
     return any(
         CONDITIONAL.match(text, begin) is not None
         for begin in (_sentence_start(text, at), _prose_sentence(text, at)[0])
+    )
+
+
+#: A condition still to be met ("once the rerun shows it", "unless …"); not "when", which may report what happened.
+PENDING_CONDITION = re.compile(r"\W*(?:once|until|unless|as\s+soon\s+as)\b", re.IGNORECASE)
+#: Where a clause starts inside a sentence (after a semicolon, colon or dash).
+CLAUSE_OPENER = re.compile(r"[;:]\s|\s[\u2014\u2013]\s")
+
+
+def _clause_on_condition(text: str, at: int) -> bool:
+    """Whether the clause holding ``at`` opens with a condition ("Plan: run both; if the ep2 displacement is 2x the ep1
+    one, this is it": a confirmation promised, not made; round 38)."""
+    begin, _ = _prose_sentence(text, at)
+    openers = [m.end() for m in CLAUSE_OPENER.finditer(text, begin, at)]
+    return bool(openers) and (
+        CONDITIONAL.match(text, openers[-1]) is not None or PENDING_CONDITION.match(text, openers[-1]) is not None
     )
 
 
