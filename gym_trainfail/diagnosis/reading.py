@@ -115,6 +115,10 @@ NOT_NEGATION = re.compile(
     re.IGNORECASE,
 )
 NEITHER = re.compile(r"\bneither\b", re.IGNORECASE)
+#: Words after "and" that go on with the same subject, not a new one with its own verb ("and then applied").
+_SAME_SUBJECT = (
+    r"then|also|therefore|thus|so|just|only|still|never|not|is|are|was|were|be|been|being|gets?|got|has|have|had"
+)
 #: Where a clause ends for a concept: a negation does not reach past it.
 CLAUSE_BREAK = re.compile(
     r"[;!?\n,()]|[.:](?=\s|$)|\s[-–—]+\s|—|--|\s(?:=>|->|-->|→|⇒)\s|\b(?:but|however|although|though|whereas|yet)\b"
@@ -138,13 +142,11 @@ CLAUSE_BREAK = re.compile(
     r"repeats|replays|reuses|produces|returns|skips|falls|gives|makes|starts|ends|lands|comes|goes)\b"
     # round 35: … in the past tense ("the norm was never global and different ranks scaled by different factors"), not
     # a second participle of the same subject ("is never all-reduced and then applied", "and gets scaled")
-    r"|(?!(?:then|also|therefore|thus|so|just|only|still|never|not|is|are|was|were|be|been|being|gets?|got|has|have|had|"
-    r"[a-z]+ly)\b)(?:[a-z_0-9]+(?:'s)?\s+){1,2}(?:scaled|clipped|used|drew|took|ran|kept|saw|applied|stepped|held|loaded|"
+    rf"|(?!(?:{_SAME_SUBJECT}|[a-z]+ly)\b)(?:[a-z_0-9]+(?:'s)?\s+){{1,2}}(?:scaled|clipped|used|drew|took|ran|kept|saw|applied|stepped|held|loaded|"
     r"called|repeated|replayed|reused|produced|returned|skipped|gave|made|started|ended|landed|came|went|computed|divided|"
     r"multiplied)\b"
     # round 38: … or a plural subject's ("nothing gets divided at all and experts get 2x the gradient")
-    r"|(?!(?:then|also|therefore|thus|so|just|only|still|never|not|is|are|was|were|be|been|being|gets?|got|has|have|had|"
-    r"do|does|did|to|[a-z]+ly)\b)(?:[a-z_0-9]+(?:'s)?\s+){1,2}(?:get|use|draw|take|read|run|see|apply|hold|load|receive|"
+    rf"|(?!(?:{_SAME_SUBJECT}|do|does|did|to|[a-z]+ly)\b)(?:[a-z_0-9]+(?:'s)?\s+){{1,2}}(?:get|use|draw|take|read|run|see|apply|hold|load|receive|"
     r"end\s+up|come\s+out)\s+(?!(?:to|by|with|and|or)\b)\w)"
     r"|(?<!\bnot\s)(?<!n't\s)(?<!\bnever\s)\b(?:because|since|while|whereas|when)\b"
     # round 28: "instead of" / "rather than" negates its short object, not the predicate after it ("Dividing by W/ep
@@ -365,7 +367,8 @@ RETRACTION = re.compile(
     r"|(?:^|(?<=\n)|(?<=[.!?]\s))[\W_]*(?:\d{1,2}:\d\d\s*[-\u2013\u2014:]?\s*)?(?:nope|nah)\b(?=\s*[.!,;:\u2014\u2013-])"
     r"|\b(?:i|we)\s+no\s+longer\s+(?:think|believe|stand\s+by|stand\s+behind|hold|buy)\b"
     # round 38: "Second look, an hour later: I'm no longer standing behind this."
-    r"|\b(?:i'm|i\s+am|we're|we\s+are)\s+no\s+longer\s+(?:standing\s+(?:behind|by)|backing|defending)\b|\b(?:withdrawing|retracting)\s+what\s+(?:i|we)\s+(?:said|wrote|"
+    r"|\b(?:i'm|i\s+am|we're|we\s+are)\s+no\s+longer\s+(?:standing\s+(?:behind|by)|backing|defending)\b"
+    r"|\b(?:withdrawing|retracting)\s+what\s+(?:i|we)\s+(?:said|wrote|"
     r"posted|claimed|suggested|proposed)\b|\bon\s+second\s+thoughts?\b|\bturn(?:s|ed)\s+out\s+to\s+be\s+wrong\b"
     r"|\bcorrection\s*:|\bno,?\s+wait\b|\bi\s+misread\b|\bmy\s+bad\b|\bturns?\s+out\s+i\s+(?:misread|misunderstood|was)\b"
     r"|\b(?:retract|withdraw)(?:ing|ed|n)?\s+(?:this|that|it|them|these|those|the\s+above|all\s+of\s+(?:this|that)|my\s+\w+)\b"
@@ -787,6 +790,8 @@ ANSWER_YES = re.compile(
     rf"[\s*_]*(?:{_ANSWER_LABEL})?(?:yes|yep|yeah|indeed|exactly|confirmed|correct|it\s+(?:is|does|did|was)|they\s+(?:are|do|did|were))\b",
     re.IGNORECASE,
 )
+#: The words of a label or heading that rules its items out ("Ruled out:", "## Rejected", "Examined and excluded:").
+_REJECTING = r"ruled\s+out|rejected|excluded|eliminated|dismissed"
 #: A label that opens a list of candidates ("Candidates:", "Possible causes:", "Hypotheses:", "Suspects,
 #: none confirmed yet:") or of rejected explanations ("Ruled out:"): its items are options or
 #: rejections, not assertions, unless an item is marked confirmed.
@@ -794,11 +799,11 @@ CANDIDATES = re.compile(
     r"(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?!root\b)(?:(?:open|possible|remaining|current|candidate|likely|potential|several|"
     r"two|three|four|five|some|the|other|competing|alternative)\s+){0,2}"
     # (round 37: "Examined and excluded: the possibility that X")
-    r"(?:(?:examined|checked|considered|investigated|tested|looked\s+at)\s*(?:and|&|,)\s*(?=ruled|rejected|excluded|"
-    r"eliminated|dismissed|not\s+the\s+cause))?"
+    rf"(?:(?:examined|checked|considered|investigated|tested|looked\s+at)\s*(?:and|&|,)\s*(?=(?:{_REJECTING}|"
+    r"not\s+the\s+cause)))?"
     # (round 38: "Checked and not the cause: the possibility that X")
-    r"(?:candidates?|causes|explanations|hypotheses|ideas|suspects|options|theories|possibilities|ruled\s+out|"
-    r"rejected|excluded|eliminated|dismissed|not\s+the\s+cause)\b[^:\n]{0,40}:"
+    r"(?:candidates?|causes|explanations|hypotheses|ideas|suspects|options|theories|possibilities|"
+    rf"{_REJECTING}|not\s+the\s+cause)\b[^:\n]{{0,40}}:"
     # round 8: a label that says its items are only candidates may be long ("Candidates for the rank mismatch, none
     # confirmed yet:", "Open candidates for why TP=2 doesn't reproduce TP=1 (none tested yet):", "Possible reasons X:")
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:[\w-]+\s+){0,2}?(?:candidates|hypotheses|suspects|possibilities|"
@@ -819,9 +824,7 @@ HEDGED_ALTERNATIVES = re.compile(
 )
 ALTERNATIVE = re.compile(r"\bor\b", re.IGNORECASE)
 #: A candidates label whose items are rejected ("Ruled out:", "Rejected:").
-REJECTED_LABEL = re.compile(
-    r"\b(?:ruled\s+out|rejected|excluded|eliminated|dismissed|not\s+the\s+cause)\b", re.IGNORECASE
-)
+REJECTED_LABEL = re.compile(rf"\b(?:{_REJECTING}|not\s+the\s+cause)\b", re.IGNORECASE)
 #: An item of a candidate list marked as the one that holds.
 CONFIRMED = re.compile(
     r"(?<!\bnot\s)(?<!\bnone\s)(?<!\bun)\b(?:confirmed|verified|this\s+is\s+it|that's\s+it|the\s+cause)\b|[✓✔]",
@@ -1844,9 +1847,9 @@ def scopes(text: str) -> Scopes:
     for n, opening in enumerate(HYPOTHESIS_OPENING.finditer(text)):
         if n >= MAX_SCOPES:
             break
-        end = _paragraph_end(text, opening.end())
-        if EVALUATIVE_QUESTION.fullmatch(opening.group(0)):
-            end = opening.end()  # the question alone is open
+        # an opening question whether something is right leaves only itself open
+        evaluative = EVALUATIVE_QUESTION.fullmatch(opening.group(0)) is not None
+        end = opening.end() if evaluative else _paragraph_end(text, opening.end())
         actual = ACTUAL_PARAGRAPH.search(text, opening.end(), end)
         tentative.append((opening.start(), actual.start() if actual else end))
     for n, marker in enumerate(TENTATIVE.finditer(text)):
@@ -2335,7 +2338,8 @@ CONCESSION = re.compile(
 CHECKED_CLAIM = re.compile(
     r"[\W_]*(?:(?:so|and|first)\s*,?\s+)?(?:i|we)\s+(?:(?:also|first|already|carefully|specifically)\s+)?(?:"
     r"(?:checked|considered|tested|examined|investigated|weighed|entertained|explored|looked\s+(?:at|into)|went\s+through|"
-    r"revisited|evaluated|know|knew|heard|read|saw|have\s+(?:seen|heard|read))\s+(?:the|that)\s+(?:[\w-]+\s+)?(?:idea|theory|hypothesis|possibility|suggestion|claim|notion|story|"
+    r"revisited|evaluated|know|knew|heard|read|saw|have\s+(?:seen|heard|read))\s+(?:the|that)\s+(?:[\w-]+\s+)?"
+    r"(?:idea|theory|hypothesis|possibility|suggestion|claim|notion|story|"
     r"explanation)\s*,?\s+that|(?:considered|checked|tested|examined|investigated|wondered)\s+whether|considered\s+that)\b",
     re.IGNORECASE,
 )
@@ -2347,7 +2351,7 @@ TOPIC_DENIED = re.compile(
     # out ("Ruled out: RNG replay.")
     r"|[\W_]*(?:the|our|their|its)\s+[^.!?;:,\n]{1,60}?\s+(?:is|are|was|were)\s+(?:fine|innocent|blameless|not\s+at\s+fault|"
     r"not\s+(?:the\s+)?(?:problem|issue|culprit|cause|bug))\s*[.!]?\s*"
-    r"|[\W_]*(?:ruled\s+out|rejected|excluded|eliminated|dismissed)\s*:\s*[^.!?;:\n]{1,60}[.!]?\s*",
+    rf"|[\W_]*(?:{_REJECTING})\s*:\s*[^.!?;:\n]{{1,60}}[.!]?\s*",
     re.IGNORECASE,
 )
 #: A sentence that spells out the claim just named ("The theory would be that X", "The idea is that X"; round 37).
@@ -2748,7 +2752,7 @@ def _candidate(text: str, at: int) -> str | None:
 #: out", "## Rejected explanations"; round 37).
 HEADING_LABEL = re.compile(
     r"[ \t]*#{1,6}[ \t]*(?:[\w-]+\s+){0,3}?(?:candidates?|hypothes[ie]s|suspects|possibilities|theories|"
-    r"open\s+questions|ruled\s+out|rejected|excluded|eliminated|dismissed|(?:possible|potential|candidate)\s+(?:reasons|causes|explanations|"
+    rf"open\s+questions|{_REJECTING}|(?:possible|potential|candidate)\s+(?:reasons|causes|explanations|"
     r"culprits|mechanisms))\b[^\n:]{0,60}:?[ \t#]*",
     re.IGNORECASE,
 )
