@@ -2382,3 +2382,80 @@ def test_round_38_an_opening_question_whether_something_is_right_leaves_the_answ
     assert _credited("Is the budget right? " + CLAIM.capitalize() + ". A memory leak is the problem.") == (False, False)
     # attack: a question that names a mechanism still opens a paragraph of hypotheses
     assert _credited("Is the planner even pricing the head? " + CLAIM.capitalize() + ".") == (False, True)
+
+
+def test_round_39_a_version_said_to_have_misread_its_source_is_withdrawn() -> None:
+    # round 39: "Draft conclusion (v2, replaces v1): v1 misread accelerate. … Final answer: the logger."
+    v1 = "Draft (v1): " + CLAIM + ".\n\n"
+    assert _credited(v1 + "Draft (v2): v1 misread the planner. The logger is at fault.") == (False, False)
+    assert _credited(v1 + "Draft (v2): v1 got the planner wrong. The logger is at fault.") == (False, False)
+    # attack: a second version that reads the planner again keeps v1
+    assert _credited(v1 + "Draft (v2): v1 read the planner right. The logger also lags.") == (True, True)
+
+
+def test_round_39_a_claim_considered_after_a_verbless_topic_denial_is_denied() -> None:
+    # round 39: "Not an optimizer-ownership bug. I considered whether X, which would …, but …"; "Not a stale-optimizer
+    # problem. I considered it: X"
+    assert _credited("Not a head-pricing bug. I considered whether " + CLAIM + ", but the logger is.") == (
+        False,
+        False,
+    )
+    assert _credited("Not the planner. I considered it: " + CLAIM + ". The logger is at fault.") == (False, False)
+    # attack: without the denial the same sentence is the agent's own question, and a denial with a contrast in its
+    # sentence ("Not the logger, but …") denies only its own subject
+    assert _credited("I considered whether " + CLAIM + ".") == (False, True)
+    assert _credited("Not the logger. " + CLAIM.capitalize() + ".") == (True, True)
+
+
+def test_round_39_an_item_marked_struck_is_withdrawn() -> None:
+    # round 39: "Notes:\n- [wrong, see below] X\n- below: Y"
+    assert _credited("Notes:\n- [wrong, see below] " + CLAIM + "\n- below: the logger is at fault.") == (False, False)
+    assert _credited("- (superseded) " + CLAIM + "\n- the logger is at fault.") == (False, False)
+    # attack: an item marked right, or a bracketed note that is no verdict, keeps its claim
+    assert _credited("Notes:\n- [confirmed] " + CLAIM + "\n- the logger is fine.") == (True, True)
+    assert _credited("Notes:\n- [see memory.py] " + CLAIM) == (True, True)
+
+
+def test_round_39_a_claim_from_the_docs_or_pointed_to_by_a_teammate_and_refuted_is_theirs() -> None:
+    # round 39: "The Accelerate docs note that X. I read that as describing …; it doesn't describe our run."; "A
+    # teammate pointed to scheduler.py and argued that X. I read the same file and came to the opposite conclusion:
+    # that loop …, so it's correct for us."
+    assert _credited("The planner docs say that " + CLAIM + ". That does not apply to us; the logger is.") == (
+        False,
+        False,
+    )
+    pointed = "A teammate pointed to memory.py and argued that " + CLAIM + ". {}"
+    assert _credited(pointed.format("I read it and came to the opposite conclusion: the price is correct.")) == (
+        False,
+        False,
+    )
+    # attack: the claim endorsed after the same opening is the agent's own
+    assert _credited(pointed.format("I read it and I agree.")) == (True, True)
+
+
+def test_round_39_a_report_called_noise_is_not_endorsed_by_what_follows() -> None:
+    # round 39: 'The lint bot flagged: "X" That lint fires on every model, and it's noise here. … I reproduced it by
+    # summing the local norms.'
+    bot = 'The lint bot flagged: "' + CLAIM.capitalize() + '." That lint fires everywhere, and {} I reproduced it.'
+    assert _credited(bot.format("it's noise here.")) == (False, False)
+    assert _credited(bot.format("it's a red herring.")) == (False, False)
+    # attack: without the dismissal, reproducing it endorses the report
+    assert _credited(bot.format("it fires rightly here.")) == (True, True)
+
+
+def test_round_39_an_account_declared_dead_is_withdrawn() -> None:
+    # round 39: "- peak seems to be head backward: …\n- … so the head story is dead"
+    assert _credited(CLAIM.capitalize() + ".\n\nThe logger lags too, so the head story is dead.") == (False, False)
+    assert _credited(CLAIM.capitalize() + ". That theory is now debunked: the logger is at fault.") == (False, False)
+    # attack: a dead process or rank is no account declared dead
+    assert _credited(CLAIM.capitalize() + ". The logger process is dead.") == (True, True)
+
+
+def test_round_39_a_hyphenated_compound_is_no_negation() -> None:
+    # round 39: "the loader's nominal sampler is a do-nothing sequential one" (not a denial of what follows)
+    live = " misses the head: three buffers while the checkpoint inputs stay live."
+    assert _credited("The do-nothing planner" + live) == (True, True)
+    assert _credited("The no-op planner" + live) == (True, True)
+    # attack: the plain words still negate
+    assert _credited("The planner never" + live) == (False, False)
+    assert _credited("No planner" + live) == (False, False)

@@ -84,6 +84,8 @@ NOT_NEGATION = re.compile(
     r"\bnot\s+(?:only|just|merely|simply|least|surprising\w*)\b|\bno\s+(?:longer|doubt|wonder|matter)\b|"
     # round 34: a compound adjective built on "no-" ("no-drop gating", "the no-op hook"; not "no-one")
     r"\bno-(?!one\b)(?=[a-z])|"
+    # round 39: … or ending in a negating word ("the loader's nominal sampler is a do-nothing sequential one")
+    r"(?<=[a-z]-)(?:nothing|none|no|not|never)\b|"
     # round 36: an absence as a subject ("No flag means it assumes it's a replica"): the "no" is the subject's
     r"\bno\s+[\w-]+(?:\s+[\w-]+)?\s+(?:means|meant|implies|implied|tells\s+it)\b|"
     r"\bif\s+not\b|\bwhether\s+or\s+not\b"
@@ -349,6 +351,9 @@ RETRACTION = re.compile(
     r"diagnosis|explanation|analysis|reading|guess|idea|claim|conclusion|note|reasoning|argument)\s+"
     r"(?:is|was)\s+(?:wrong|incorrect|false|"
     r"mistaken|disproved|disproven|refuted|ruled\s+out|not\s+right|not\s+correct|untrue|not\s+true)\b"
+    # round 39: an account declared dead ("so the head story is dead", "that theory is dead in the water")
+    r"|\b(?:the|my|our|this|that)\s+(?:[\w-]+\s+){0,2}?(?:theory|hypothesis|story|idea|explanation|lead|suspicion|diagnosis)\s+"
+    r"(?:is|was|'s)\s+(?:now\s+|officially\s+)?(?:dead|debunked|busted|off\s+the\s+table)\b"
     # round 35: the agent's own account said not to hold ("So my step-1 explanation does not hold. Final answer: …")
     r"|\b(?:my|our|the\s+above)\s+(?:[\w-]+\s+){0,2}?(?:theory|hypothesis|diagnosis|explanation|analysis|reading|guess|idea|"
     r"claim|conclusion|reasoning|argument|story|account)\s+(?:does\s+not|doesn't|did\s+not|didn't|no\s+longer)\s+"
@@ -356,6 +361,9 @@ RETRACTION = re.compile(
     # round 35: an earlier version named and called wrong ("Diagnosis (v2, replaces v1): On reflection, v1 is wrong")
     r"|\b(?:v|version|draft|revision|rev|take|diagnosis)\s*#?\d{1,2}\s+(?:is|was)\s+(?:wrong|incorrect|"
     r"mistaken|false|untrue|not\s+right|not\s+correct|(?:a|my)\s+(?:misread(?:ing)?|mistake|misunderstanding))\b"
+    # round 39: an earlier version said to have misread its source ("v1 misread accelerate")
+    r"|\b(?:v|version|draft|revision|rev|take)\s*#?\d{1,2}\s+(?:misread|misunderstood|misattributed|misinterpreted|"
+    r"got\s+(?:\w+\s+){0,2}?wrong)\b"
     # round 37: a numbered version, point or log entry withdrawn or struck ("## Update: v1 withdrawn, I misattributed
     # it", "EDIT (v2): striking v1", "I'm striking point 2", "09:40 Retract 09:18: …")
     r"|\b(?:v|version|draft|revision|rev|section|part|point|item|step|update|entry|bullet|note|paragraph)\s*#?\d{1,2}\s+"
@@ -508,6 +516,11 @@ REFUTATION = re.compile(
     r"(?:[.;:!,—–-]|$|after\s+all)"
     r"|\b(?:that's|that\s+is|it's|it\s+is|this\s+is)\s+no\s+longer\s+(?:true|the\s+case|correct|right)\b"
     r"|\b(?:i|we)\s+(?:\w+\s+){0,3}?disagree\b|\b(?:i|we)\s+(?:don't|do\s+not|can't|cannot)\s+agree\b(?!\s+more)"
+    # round 39: "That lint fires on every model we have, and it's noise here"; "I read the same file and came to the
+    # opposite conclusion"
+    r"|\b(?:that's|that\s+is|it's|it\s+is|this\s+is)\s+(?:just\s+|only\s+|pure\s+)?(?:noise|a\s+red\s+herring|"
+    r"a\s+false\s+(?:positive|alarm))\b"
+    r"|\b(?:came|come|coming|arrived?|arriving|reached?|reaching)\s+(?:at\s+|to\s+)?the\s+opposite\s+conclusion\b"
     r"|\b(?:that's|it's|this's)\s+not\s+(?:true|correct|right)\b"
     r"|\b(?:shows?|showed|says?|said|suggests?|suggested|indicates?|indicated|proves?|proved|tells?\s+us)\s+otherwise\b"
     r"|\bi\s+(?:doubt|question)\s+(?:it|that|this)\b"
@@ -949,7 +962,9 @@ _PERSON = (
 _DOCUMENT = (
     r"(?:todo|fixme|docstring|thread|channel|ticket|issue(?:\s+thread)?|bug\s+report|report|note|notes|message|post|comment|write-?up|"
     r"post-?mortem|pr(?:\s+description)?|pull\s+request|review|handoff|hand-off|slack(?:\s+thread)?|email|"
-    r"memo|draft|summary|analysis|answer|reply|handover|hand-?over\s+notes?|chat(?:\s+log)?)"
+    r"memo|draft|summary|analysis|answer|reply|handover|hand-?over\s+notes?|chat(?:\s+log)?|"
+    # round 39: a library's documentation ("The Accelerate docs note that X")
+    r"docs|documentation)"
 )
 #: What someone else's claim is called after a possessive ("Priya's theory", "the reviewer's note").
 _CLAIM_NOUN = (
@@ -1037,7 +1052,9 @@ ATTRIBUTION = re.compile(
     r"(?:the\s+)?[\w.#/-]+)?"
     r"|\s+(?:someone|somebody|(?:a|the|one)\s+[\w-]+)\s+(?:left|wrote|posted|added|filed|opened)(?:\s+(?:on|in|under|at|to)\s+"
     r"(?:the\s+|our\s+|a\s+)?[\w.-]+)?"
-    r"|\s+(?:linked|posted|shared|cited|quoted|pasted|opened|filed)\s+[^.;:!?\n]{1,60}?\s+and)?"
+    # (round 39: "A teammate pointed to Accelerate's scheduler.py and argued that X")
+    r"|\s+(?:linked|posted|shared|cited|quoted|pasted|opened|filed|pointed\s+(?:to|at)|referred\s+to|brought\s+up)\s+"
+    r"(?:[^.;:!?\n]|\.(?=\w)){1,60}?\s+and)?"
     rf"(?:\s*,?\s+which)?\s+{_REPORT_ADVERB}{_REPORT}\b(?:\s+that\b)?"
     # round 17: "I'm not adopting what Marco said in #training — that X", "That conclusion was: X"
     rf"|what\s+{_OTHER}\s+{_REPORT_ADVERB}{_REPORT}\b[^.!?;:\n]{{0,40}}?(?:\s+[\u2014\u2013-]+\s*|\s*:\s*)(?:that\b)?"
@@ -2034,6 +2051,10 @@ def _endorsed(text: str, start: int, end: int, reach: int = 2) -> bool:
         # confirmed") endorses nothing yet
         if _on_condition(text, found.start()):
             continue
+        # round 39: an endorsing word after the agent's own refutation calls its own account right ("A teammate argued
+        # that X. I … came to the opposite conclusion: that loop exists for …, so it's correct for us")
+        if REFUTATION.search(text, start, found.start()):
+            continue
         # round 18: agreeing with the other side of a dispute ("The author answered that …, and I agree with the
         # author — I don't think that's what's going on") refutes the claim in the same breath
         if REFUTATION.search(text, found.end(), _prose_sentence(text, found.end())[1]):
@@ -2336,11 +2357,13 @@ CONCESSION = re.compile(
 #: considered that X"; round 36): after a sentence that denies a cause or a topic ("X is not the issue.", "It's not
 #: the wrapper."), it spells out what was denied. ("I checked that X" verifies X, and is not here.)
 CHECKED_CLAIM = re.compile(
-    r"[\W_]*(?:(?:so|and|first)\s*,?\s+)?(?:i|we)\s+(?:(?:also|first|already|carefully|specifically)\s+)?(?:"
+    r"[\W_]*(?:(?:so|and|first)\s*,?\s+)?(?:i|we)\s+(?:(?:also|first|already|carefully|specifically)\s+)?(?:(?:"
     r"(?:checked|considered|tested|examined|investigated|weighed|entertained|explored|looked\s+(?:at|into)|went\s+through|"
     r"revisited|evaluated|know|knew|heard|read|saw|have\s+(?:seen|heard|read))\s+(?:the|that)\s+(?:[\w-]+\s+)?"
     r"(?:idea|theory|hypothesis|possibility|suggestion|claim|notion|story|"
-    r"explanation)\s*,?\s+that|(?:considered|checked|tested|examined|investigated|wondered)\s+whether|considered\s+that)\b",
+    r"explanation)\s*,?\s+that|(?:considered|checked|tested|examined|investigated|wondered)\s+whether|considered\s+that)\b"
+    # round 39: "I considered it: X"
+    r"|considered\s+(?:it|this)\s*[:\u2014\u2013])",
     re.IGNORECASE,
 )
 #: A whole sentence that says what the cause is not ("It is not a width disagreement.", "It's not Accelerate's
@@ -2351,7 +2374,9 @@ TOPIC_DENIED = re.compile(
     # out ("Ruled out: RNG replay.")
     r"|[\W_]*(?:the|our|their|its)\s+[^.!?;:,\n]{1,60}?\s+(?:is|are|was|were)\s+(?:fine|innocent|blameless|not\s+at\s+fault|"
     r"not\s+(?:the\s+)?(?:problem|issue|culprit|cause|bug))\s*[.!]?\s*"
-    rf"|[\W_]*(?:{_REJECTING})\s*:\s*[^.!?;:\n]{{1,60}}[.!]?\s*",
+    rf"|[\W_]*(?:{_REJECTING})\s*:\s*[^.!?;:\n]{{1,60}}[.!]?\s*"
+    # round 39: a verbless one ("Not an optimizer-ownership bug.", "Not the with-statement.")
+    r"|[\W_]*not\s+(?:an?|the|our|its|their)\s+[^.!?;:,\n]{1,60}?[.!]?\s*",
     re.IGNORECASE,
 )
 #: A sentence that spells out the claim just named ("The theory would be that X", "The idea is that X"; round 37).
@@ -2722,6 +2747,8 @@ def _candidate(text: str, at: int) -> str | None:
     item = _item(text, at)
     if CONFIRMED.search(text, item[0] if item else at, following.start() if following else item[1] if item else stop):
         return None
+    if _struck(text, at, item[0] if item else begin):
+        return "withdrawn"  # "- [wrong, see below] X" (round 39)
     sentence = text[begin:stop]
     if HEDGED_ALTERNATIVES.match(sentence) and ALTERNATIVE.search(sentence):
         return "hypothesised"
@@ -2746,6 +2773,24 @@ def _candidate(text: str, at: int) -> str | None:
             label = CANDIDATES.search(line) or HEADING_LABEL.fullmatch(line)
             return _label_stance(label.group(0)) if label else None
     return None
+
+
+#: A list item or sentence that opens marked as struck by a bracketed verdict ("- [wrong, see below] X", "(superseded)
+#: X"; round 39).
+STRUCK_MARK = re.compile(
+    r"[ \t]*(?:(?:[-*\u2022]|\d+[.)])[ \t]+)?(?:[\[(][ \t]*(?:wrong|retracted|withdrawn|struck|superseded|scrapped|"
+    r"invalid|incorrect|disproved|disproven|refuted|obsolete|dropped|rejected)\b[^\])\n]{0,40}[\])])",
+    re.IGNORECASE,
+)
+
+
+def _struck(text: str, at: int, start: int) -> bool:
+    """Whether the item or sentence starting at ``start`` opens marked as struck (:data:`STRUCK_MARK`); a match that
+    starts on a bare label line ("Notes:\n- [wrong] X") is read in the line after it."""
+    line_end = text.find("\n", at)
+    if at == start and line_end != -1 and LABEL.fullmatch(text, at, line_end):
+        start = line_end + 1
+    return STRUCK_MARK.match(text, start) is not None
 
 
 #: A markdown heading that names its section's items as candidates or rejected ones ("## Hypotheses", "### Ruled
