@@ -2459,3 +2459,78 @@ def test_round_39_a_hyphenated_compound_is_no_negation() -> None:
     # attack: the plain words still negate
     assert _credited("The planner never" + live) == (False, False)
     assert _credited("No planner" + live) == (False, False)
+
+
+def test_round_40_a_named_agent_or_reviewer_reports_a_claim() -> None:
+    # round 40: "Agent B's report concludes that X. I went through their arithmetic and it's off"
+    assert _credited("Agent B's report concludes that " + CLAIM + ". I went through it; the logger is at fault.") == (
+        False,
+        False,
+    )
+    assert _credited("Reviewer 2 says that " + CLAIM + ". The logger is at fault.") == (False, False)
+    # attack: the report endorsed is the agent's own claim
+    assert _credited("Agent B's report concludes that " + CLAIM + ". I agree.") == (True, True)
+
+
+def test_round_40_a_claim_double_checked_after_a_topic_denial_is_denied() -> None:
+    # round 40: "The set_epoch path is not the problem. I double-checked the idea that X; that would only matter …"
+    assert _credited("The planner is not the problem. I double-checked the idea that " + CLAIM + ".") == (False, False)
+    # attack: without the denial, the idea double-checked is only named
+    assert _credited("I double-checked the idea that " + CLAIM + ".") != (True, True)
+
+
+def test_round_40_a_named_part_or_account_said_not_to_hold_is_withdrawn() -> None:
+    # round 40: "## Revised diagnosis\nGiven the second run, the Diagnosis section above does not hold"; "so the wrapper
+    # explanation doesn't hold and I've reverted it"
+    assert _credited(
+        "## Diagnosis\n" + CLAIM.capitalize() + ".\n\n## Revised\nThe Diagnosis section above does not hold."
+    ) == (
+        False,
+        False,
+    )
+    assert _credited(CLAIM.capitalize() + ".\n\nA rerun fails too, so the head explanation doesn't hold.") == (
+        False,
+        False,
+    )
+    # attack: a part said to hold keeps the claim
+    assert _credited(CLAIM.capitalize() + ".\n\nA rerun fails too, so the head explanation holds.") == (True, True)
+
+
+def test_round_40_agreeing_after_a_reply_sides_with_the_reply() -> None:
+    # round 40: 'From the PR review thread: "X" The author replied that this is intentional, and I agree with the
+    # author'
+    thread = (
+        'From the PR review thread: "'
+        + CLAIM.capitalize()
+        + '." The author {} that this is intentional, and I agree with the author.'
+    )
+    assert _credited(thread.format("replied")) == (False, False)
+    assert _credited(thread.format("answered")) == (False, False)
+    # attack: with no reply, agreeing endorses the thread's claim
+    assert _credited('From the review thread: "' + CLAIM.capitalize() + '." I agree.') == (True, True)
+
+
+def test_round_40_a_documented_claim_treated_as_a_non_issue_is_declined() -> None:
+    # round 40: "The Accelerate docs note that X. … I confirmed the training loss matches the reference to 3 decimals,
+    # so I'm treating this as a non-issue"
+    docs = "The planner docs note that " + CLAIM + ". I confirmed the loss matches the reference, so {}."
+    assert _credited(docs.format("I'm treating this as a non-issue")) == (False, False)
+    # attack: without the declining words the documented fact stands
+    assert _credited(docs.format("the logger lags")) == (True, True)
+
+
+def test_round_40_a_label_before_the_agents_own_i_names_no_one() -> None:
+    # round 40: "Mechanism I suspect: X" is the agent's hypothesis, not a person called "Mechanism I" suspecting X
+    assert _credited("Mechanism I suspect: " + CLAIM + ". Not yet checked.") == (False, True)
+    # attack: a name with a letter after it still reports
+    assert _credited("Agent B suspects: " + CLAIM + ". The logger is at fault.") == (False, False)
+
+
+def test_round_40_a_counterfactual_that_spells_out_an_assumption_hedges_nothing() -> None:
+    # round 40: "Accelerate assumes a prepared scheduler was built for the batches one process would see if it did all
+    # the work, so it steps it num_processes times"
+    assumed = "The planner {} the head would stay small if it did all the work, so " + CLAIM + "."
+    assert _credited(assumed.format("assumes")) == (True, True)
+    assert _credited(assumed.format("was built for the case where")) == (True, True)
+    # attack: the agent's own counterfactual still only supposes
+    assert _credited("The head would stay small if it did all the work, so " + CLAIM + ".") == (False, True)

@@ -358,6 +358,10 @@ RETRACTION = re.compile(
     r"|\b(?:my|our|the\s+above)\s+(?:[\w-]+\s+){0,2}?(?:theory|hypothesis|diagnosis|explanation|analysis|reading|guess|idea|"
     r"claim|conclusion|reasoning|argument|story|account)\s+(?:does\s+not|doesn't|did\s+not|didn't|no\s+longer)\s+"
     r"(?:hold|stand|survive)s?\b"
+    # round 40: a named part or account of the statement said not to hold ("the Diagnosis section above does not hold",
+    # "so the wrapper explanation doesn't hold and I've reverted it")
+    r"|\bthe\s+(?:[\w-]+\s+){0,2}?(?:section|part|paragraph|diagnosis|analysis|explanation|theory|hypothesis|reading|"
+    r"conclusion|story)(?:\s+(?:above|before))?\s+(?:does\s+not|doesn't|did\s+not|didn't|no\s+longer)\s+(?:hold|stand|survive)s?\b"
     # round 35: an earlier version named and called wrong ("Diagnosis (v2, replaces v1): On reflection, v1 is wrong")
     r"|\b(?:v|version|draft|revision|rev|take|diagnosis)\s*#?\d{1,2}\s+(?:is|was)\s+(?:wrong|incorrect|"
     r"mistaken|false|untrue|not\s+right|not\s+correct|(?:a|my)\s+(?:misread(?:ing)?|mistake|misunderstanding))\b"
@@ -758,6 +762,12 @@ MODAL = re.compile(r"\b(?:were|would|could|might|likely|probably)(?:n't)?\b", re
 #: it grants is neither claimed nor put forward.
 GRANTING = re.compile(r"[\W_]*(?:even\s+)?(?:granting|granted|conceding|admitting)\s+that\b", re.IGNORECASE)
 #: A counterfactual with its condition after it ("X would make Y if accumulation were above 1").
+#: A verb that says what something other than the agent assumes ("Accelerate assumes …", "the wrapper expects …").
+ASSUMED = re.compile(
+    r"(?<!\bi\s)(?<!\bwe\s)(?<!\byou\s)\b(?:assumes|assumed|presumes|presumed|expects|(?:is|was)\s+built\s+for|"
+    r"(?:is|was)\s+designed\s+for)\b",
+    re.IGNORECASE,
+)
 COUNTERFACTUAL = re.compile(
     r"\bwould\b[^.;!?]{0,200}?\bif\s+(?:\w+\s+){1,6}?(?:were|had\s+been|was\s+ever|did)\b", re.IGNORECASE
 )
@@ -987,7 +997,9 @@ _NAME = (
     r"Ranking|Ranked|Listing|Shortlist|Possible|Candidate|Prime|"
     # round 35: a list's label in the plural ("Candidates:\n(a) …"), not a person speaking
     r"Candidates|Hypotheses|Suspects|Options|Possibilities|Theories|Ideas|Causes|Explanations|Reasons|Leads)\b)"
-    r"[A-Z][a-z\u00e0-\u00ff]+(?:\s+[A-Z][a-z\u00e0-\u00ff]+)?\b)"
+    # (round 40: a second word of one capital or digit, "Agent B's report says that X", "Reviewer 2"; not the agent's
+    # "I", "Mechanism I suspect: X")
+    r"[A-Z][a-z\u00e0-\u00ff]+(?:\s+(?:[A-Z][a-z\u00e0-\u00ff]+|(?!I\b)[A-Z0-9]))?\b)"
 )
 #: A time that owns a person or a document ("last week's on-call", "yesterday's ticket").
 _WHEN = r"(?:last\s+\w+'s|yesterday's|previous|earlier)"
@@ -1202,7 +1214,9 @@ DISTANCING = re.compile(
     r"|\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:\w+\s+)?not\s+(?:asserting|claiming|saying|stating|concluding)\b"
     r"|,?\s+not\s+(?:mine|ours)\b|\b(?:is|are)\s+(?:another|a\s+(?:different|separate))\s+(?:matter|question|story)\b"
     r"|\b(?:is|was)\s+(?:just\s+|only\s+|pure\s+)?speculation\b"
-    r"|\btreat(?:ing)?\s+(?:it|this|that|them)\s+as\s+(?:unverified|unconfirmed|unproven|hearsay|a\s+(?:lead|rumou?r|claim|hint))\b"
+    # (round 40: "so I'm treating this as a non-issue")
+    r"|\btreat(?:ing)?\s+(?:it|this|that|them)\s+as\s+(?:unverified|unconfirmed|unproven|hearsay|irrelevant|inapplicable|"
+    r"a\s+(?:lead|rumou?r|claim|hint|non-?issue|red\s+herring))\b"
     r"|\b(?:haven't|have\s+not|hasn't|has\s+not)\s+(?:yet\s+)?(?:tied|connected|linked|mapped|related|matched)\s+(?:it|this|that|them)\s+to\b"
     r"|\bpush(?:ing)?\s+back\b|\b(?:i|we)(?:'d|\s+would)\s+rather\s+(?:reproduce|verify|check|confirm|test)\b"
     r"|\bleaving\s+(?:that|this|their|his|her)\s+[\w-]+\s+(?:open|unconfirmed|unverified|aside)\b"
@@ -1346,11 +1360,13 @@ ENDORSEMENT = re.compile(
     r"exactly\s+(?:it|right|what\s+happens|what's\s+happening)))\b"
     # (round 36: not a procedure repeated: "I reproduced the run on a single rank and saw the same discrepancy")
     r"|\b(?:i|we)\s+(?:\w+\s+)?(?:confirmed|verified|reproduced|can\s+confirm)\s+(?:it|this|that|the\s+(?!(?:run|runs|job|"
-    r"setup|experiment|training|script|command)\b)\w+)\b"
+    r"setup|experiment|training|script|command|loss|baseline|reference)\b)\w+)\b"
     r"|\bwhich\s+(?:checks\s+out|i\s+(?:confirmed|verified|reproduced)|holds\s+(?:up|true)|matches\s+what)\b"
     # round 22: not a confirmation promised ("To be confirmed with a 2-process run: I believe X")
     # (round 29: not "Nothing confirmed", "none confirmed")
-    rf"|\b(?:checks|checked)\s+out\b|{_UNCONFIRMED}\bconfirmed\b|\bbears?\s+(?:it|this|that)\s+out\b|\bbore\s+(?:it|this|that)\s+out\b"
+    # (round 40: not a procedure's own result confirmed, "I confirmed the training loss matches the reference")
+    rf"|\b(?:checks|checked)\s+out\b|{_UNCONFIRMED}\bconfirmed\b(?!\s+(?:that\s+)?the\s+(?:run|runs|job|setup|experiment|"
+    r"training|script|command|loss|baseline|reference)\b)|\bbears?\s+(?:it|this|that)\s+out\b|\bbore\s+(?:it|this|that)\s+out\b"
     r"|\b(?:probe|run|trace|numbers|counts|logs?|checkpoints?|masks|test|experiment|measurement|output|data|digests?)\s+"
     r"(?:\w+\s+){0,2}?(?:confirms?|bears?\s+(?:it|this|that)\s+out|shows?\s+exactly\s+(?:that|this))\b",
     re.IGNORECASE,
@@ -2019,6 +2035,29 @@ UNENDORSED = re.compile(
 )
 
 
+#: Someone answering a reported claim ("The author replied that this is intentional").
+REPLY = re.compile(
+    r"\b(?:replied|answered|responded|countered|objected|pushed\s+back|retorted|rebutted)\b", re.IGNORECASE
+)
+#: The party an agreement is with ("I agree with the author, …").
+AGREED_WITH = re.compile(r"\s+with\s+([^,.;:!?\n]{1,40})", re.IGNORECASE)
+
+
+def _sides_with_reply(text: str, start: int, found: re.Match[str]) -> bool:
+    """Whether the endorsement ``found`` comes after someone's reply to the claim that starts at ``start`` and agrees
+    with no one, or with the replier (named by a word of the reply's subject)."""
+    replies = list(REPLY.finditer(text, start, found.start()))
+    if not replies:
+        return False
+    reply = replies[-1]
+    subject = text[_prose_sentence(text, reply.start())[0] : reply.start()].lower()
+    party = AGREED_WITH.match(text, found.end())
+    if party is None:
+        return True
+    named = set(re.findall(r"[a-z]+", party.group(1).lower())) - {"the", "a", "an", "my", "our", "their"}
+    return bool(named & set(re.findall(r"[a-z]+", subject))) or bool(named & {"him", "her", "them"})
+
+
 #: What limits an endorsement to another version, setup or time ("that was true for old DDP versions, but …").
 LIMITED_TRUTH = re.compile(
     r"\s+(?:only\s+)?(?:(?:for|of|in|on|with|under|before)\s+(?:the\s+|some\s+)?(?:old|older|earlier|previous|past|legacy|"
@@ -2050,6 +2089,10 @@ def _endorsed(text: str, start: int, end: int, reach: int = 2) -> bool:
         # round 28: one promised on a condition ("If the ranks print different counts, my guess — that X — is
         # confirmed") endorses nothing yet
         if _on_condition(text, found.start()):
+            continue
+        # round 40: agreeing after someone's reply to the claim sides with the reply ("The author replied that this is
+        # intentional, and I agree with the author"), unless it names another party ("… I agree with the reviewer")
+        if _sides_with_reply(text, start, found):
             continue
         # round 39: an endorsing word after the agent's own refutation calls its own account right ("A teammate argued
         # that X. I … came to the opposite conclusion: that loop exists for …, so it's correct for us")
@@ -2358,7 +2401,9 @@ CONCESSION = re.compile(
 #: the wrapper."), it spells out what was denied. ("I checked that X" verifies X, and is not here.)
 CHECKED_CLAIM = re.compile(
     r"[\W_]*(?:(?:so|and|first)\s*,?\s+)?(?:i|we)\s+(?:(?:also|first|already|carefully|specifically)\s+)?(?:(?:"
-    r"(?:checked|considered|tested|examined|investigated|weighed|entertained|explored|looked\s+(?:at|into)|went\s+through|"
+    # (round 40: "I double-checked the idea that X")
+    r"(?:(?:double-?|re-?)?checked|considered|tested|examined|investigated|weighed|entertained|explored|looked\s+(?:at|into)|"
+    r"went\s+through|"
     r"revisited|evaluated|know|knew|heard|read|saw|have\s+(?:seen|heard|read))\s+(?:the|that)\s+(?:[\w-]+\s+)?"
     r"(?:idea|theory|hypothesis|possibility|suggestion|claim|notion|story|"
     r"explanation)\s*,?\s+that|(?:considered|checked|tested|examined|investigated|wondered)\s+whether|considered\s+that)\b"
@@ -2508,7 +2553,10 @@ def _hypothetical(text: str, at: int) -> bool:
     if counterfactual and counterfactual.start() >= at - MAX_SENTENCE:
         # "X would make Y if accumulation were above 1": the clause of the "would" only supposes
         breaks = list(CLAUSE_BREAK.finditer(text, begin, counterfactual.start()))
-        if at >= (breaks[-1].end() if breaks else begin):
+        clause = breaks[-1].end() if breaks else begin
+        # round 40: … unless it spells out what something else assumes ("Accelerate assumes a prepared scheduler was
+        # built for the batches one process would see if it did all the work, so it steps it P times")
+        if at >= clause and not ASSUMED.search(text, clause, counterfactual.start()):
             return True
     asked = (
         YES_NO_QUESTION.match(sentence) or MUSED_QUESTION.match(sentence) or DECLARATIVE_QUESTION.fullmatch(sentence)
