@@ -761,13 +761,13 @@ MODAL = re.compile(r"\b(?:were|would|could|might|likely|probably)(?:n't)?\b", re
 #: A sentence that concedes what it goes on to dismiss ("Even granting that X, the difference would be …"): what
 #: it grants is neither claimed nor put forward.
 GRANTING = re.compile(r"[\W_]*(?:even\s+)?(?:granting|granted|conceding|admitting)\s+that\b", re.IGNORECASE)
-#: A counterfactual with its condition after it ("X would make Y if accumulation were above 1").
 #: A verb that says what something other than the agent assumes ("Accelerate assumes …", "the wrapper expects …").
 ASSUMED = re.compile(
     r"(?<!\bi\s)(?<!\bwe\s)(?<!\byou\s)\b(?:assumes|assumed|presumes|presumed|expects|(?:is|was)\s+built\s+for|"
     r"(?:is|was)\s+designed\s+for)\b",
     re.IGNORECASE,
 )
+#: A counterfactual with its condition after it ("X would make Y if accumulation were above 1").
 COUNTERFACTUAL = re.compile(
     r"\bwould\b[^.;!?]{0,200}?\bif\s+(?:\w+\s+){1,6}?(?:were|had\s+been|was\s+ever|did)\b", re.IGNORECASE
 )
@@ -1342,6 +1342,9 @@ NAMED_AS_THEIRS = re.compile(
 )
 #: The agent taking someone else's claim as its own after reporting it: "I agree", "she's right", "that's
 #: correct", "I confirmed it", "the probe confirms it".
+#: What a run or check that the agent confirmed, verified or reproduced may be, rather than a claim ("I reproduced the
+#: run", "I confirmed the training loss matches the reference").
+_PROCEDURE = r"(?:run|runs|job|setup|experiment|training|script|command|loss|baseline|reference)"
 ENDORSEMENT = re.compile(
     r"\b(?:i|we)\s+(?:\w+\s+){0,2}?(?:agree|concur)\b(?!\s+(?:only|partly|partially)\b)"
     # round 16: "Infra closed it as cannot-reproduce, and I agree with closing it" agrees with the rejection
@@ -1359,14 +1362,13 @@ ENDORSEMENT = re.compile(
     r"answer|reading|call|analysis|theory|story|conclusion)|(?!(?:the|a|an)\s)(?:\w+\s+)?(?:right|correct|true|accurate|"
     r"exactly\s+(?:it|right|what\s+happens|what's\s+happening)))\b"
     # (round 36: not a procedure repeated: "I reproduced the run on a single rank and saw the same discrepancy")
-    r"|\b(?:i|we)\s+(?:\w+\s+)?(?:confirmed|verified|reproduced|can\s+confirm)\s+(?:it|this|that|the\s+(?!(?:run|runs|job|"
-    r"setup|experiment|training|script|command|loss|baseline|reference)\b)\w+)\b"
+    rf"|\b(?:i|we)\s+(?:\w+\s+)?(?:confirmed|verified|reproduced|can\s+confirm)\s+(?:it|this|that|the\s+(?!{_PROCEDURE}\b)\w+)\b"
     r"|\bwhich\s+(?:checks\s+out|i\s+(?:confirmed|verified|reproduced)|holds\s+(?:up|true)|matches\s+what)\b"
     # round 22: not a confirmation promised ("To be confirmed with a 2-process run: I believe X")
     # (round 29: not "Nothing confirmed", "none confirmed")
     # (round 40: not a procedure's own result confirmed, "I confirmed the training loss matches the reference")
-    rf"|\b(?:checks|checked)\s+out\b|{_UNCONFIRMED}\bconfirmed\b(?!\s+(?:that\s+)?the\s+(?:run|runs|job|setup|experiment|"
-    r"training|script|command|loss|baseline|reference)\b)|\bbears?\s+(?:it|this|that)\s+out\b|\bbore\s+(?:it|this|that)\s+out\b"
+    rf"|\b(?:checks|checked)\s+out\b|{_UNCONFIRMED}\bconfirmed\b(?!\s+(?:that\s+)?the\s+{_PROCEDURE}\b)"
+    r"|\bbears?\s+(?:it|this|that)\s+out\b|\bbore\s+(?:it|this|that)\s+out\b"
     r"|\b(?:probe|run|trace|numbers|counts|logs?|checkpoints?|masks|test|experiment|measurement|output|data|digests?)\s+"
     r"(?:\w+\s+){0,2}?(?:confirms?|bears?\s+(?:it|this|that)\s+out|shows?\s+exactly\s+(?:that|this))\b",
     re.IGNORECASE,
@@ -2403,8 +2405,7 @@ CHECKED_CLAIM = re.compile(
     r"[\W_]*(?:(?:so|and|first)\s*,?\s+)?(?:i|we)\s+(?:(?:also|first|already|carefully|specifically)\s+)?(?:(?:"
     # (round 40: "I double-checked the idea that X")
     r"(?:(?:double-?|re-?)?checked|considered|tested|examined|investigated|weighed|entertained|explored|looked\s+(?:at|into)|"
-    r"went\s+through|"
-    r"revisited|evaluated|know|knew|heard|read|saw|have\s+(?:seen|heard|read))\s+(?:the|that)\s+(?:[\w-]+\s+)?"
+    r"went\s+through|revisited|evaluated|know|knew|heard|read|saw|have\s+(?:seen|heard|read))\s+(?:the|that)\s+(?:[\w-]+\s+)?"
     r"(?:idea|theory|hypothesis|possibility|suggestion|claim|notion|story|"
     r"explanation)\s*,?\s+that|(?:considered|checked|tested|examined|investigated|wondered)\s+whether|considered\s+that)\b"
     # round 39: "I considered it: X"
