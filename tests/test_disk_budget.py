@@ -28,7 +28,7 @@ from gym_trainfail.env import TrainFailEnv
 from gym_trainfail.errors import SandboxUnavailableError
 from gym_trainfail.ledger import read_events
 from gym_trainfail.runtimes import Runtime
-from gym_trainfail.sandbox import Limits, SandboxConfig, create_sandbox
+from gym_trainfail.sandbox import Limits, SandboxConfig, create_sandbox, disk
 from gym_trainfail.sandbox.base import GiB
 from gym_trainfail.sandbox.disk import (
     DiskArea,
@@ -36,7 +36,6 @@ from gym_trainfail.sandbox.disk import (
     disk_support,
     is_mounted,
     reclaim_stale,
-    records_dir,
     scratch_bytes,
     split_budget,
 )
@@ -63,6 +62,20 @@ def host_fs(tmp_path: Path, enforced: None) -> Iterator[Path]:
     """A 4 GiB filesystem of its own standing in for the host's disk."""
     with DiskArea(tmp_path / "host", 4 * GiB) as area:
         yield area.path
+
+
+@pytest.fixture
+def own_records(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Keep this test's area records out of the shared ``$TRAINFAIL_HOME/disk``: any process that
+    makes an area reclaims every stale record there, so under ``pytest -n`` another worker would
+    reclaim a deliberately crashed area before the test looks at it. Returns the lines a crash
+    script runs first to record its areas in the same private folder."""
+    folder = tmp_path_factory.mktemp("records")
+    monkeypatch.setattr(disk, "records_dir", lambda: folder)
+    return (
+        "import gym_trainfail.sandbox.disk as disk; from pathlib import Path\n"
+        f"disk.records_dir = lambda: Path({str(folder)!r})\n"
+    )
 
 
 def free_bytes(path: Path) -> int:
@@ -155,9 +168,9 @@ def test_an_area_without_enforcement_is_a_plain_directory(tmp_path: Path, monkey
     )
 
 
-def test_the_area_of_a_crashed_process_is_reclaimed(tmp_path: Path, enforced: None) -> None:
+def test_the_area_of_a_crashed_process_is_reclaimed(tmp_path: Path, enforced: None, own_records: str) -> None:
     path = tmp_path / "ws"
-    crash = textwrap.dedent(
+    crash = own_records + textwrap.dedent(
         f"""
         import os
         from pathlib import Path
@@ -173,7 +186,7 @@ def test_the_area_of_a_crashed_process_is_reclaimed(tmp_path: Path, enforced: No
     reclaim_stale()
     assert not is_mounted(path) and (path / "written").read_text() == "before the crash"
     assert [p.name for p in tmp_path.iterdir()] == ["ws"]
-    assert not [r for r in records_dir().glob("*.json") if str(path) in r.read_text()]
+    assert not [r for r in disk.records_dir().glob("*.json") if str(path) in r.read_text()]
 
 
 # -- episodes ----------------------------------------------------------------------------------------
@@ -244,10 +257,10 @@ def test_resume_and_recovery_work_on_a_budgeted_workspace(
 
 
 def test_a_crashed_episode_process_is_resumed(
-    echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None, host_fs: Path
+    echo_case: CaseSpec, runtime: Runtime, bwrap_usable: None, host_fs: Path, own_records: str
 ) -> None:
     run_dir = host_fs / "crashed"
-    crash = textwrap.dedent(
+    crash = own_records + textwrap.dedent(
         f"""
         import os
         from pathlib import Path
