@@ -2534,3 +2534,99 @@ def test_round_40_a_counterfactual_that_spells_out_an_assumption_hedges_nothing(
     assert _credited(assumed.format("was built for the case where")) == (True, True)
     # attack: the agent's own counterfactual still only supposes
     assert _credited("The head would stay small if it did all the work, so " + CLAIM + ".") == (False, True)
+
+
+def test_round_41_a_topic_denied_in_other_words_denies_the_claim_named_after_it() -> None:
+    # round 41: "I don't think the scaler is the problem. I looked at the possibility that X"; "I ruled out the clipping
+    # call. I considered whether X"; "It isn't the reduce-scatter/all-reduce order. I considered it: if X"
+    assert _credited("I don't think the planner is the problem. I looked at the possibility that " + CLAIM + ".") == (
+        False,
+        False,
+    )
+    assert _credited("I ruled out the planner. I considered whether " + CLAIM + ". The logger is at fault.") == (
+        False,
+        False,
+    )
+    assert _credited("It isn't the planner. I considered it: " + CLAIM + ". The logger is at fault.") == (False, False)
+    # attack: the agent thinking a part is the problem denies nothing
+    assert _credited("I think the planner is the problem. I looked at the possibility that " + CLAIM + ".")[1]
+
+
+def test_round_41_a_question_answered_checked_not_the_problem_is_denied() -> None:
+    # round 41: "Scheduler stepped num_processes times per update by Accelerate's wrapper? Checked, not the problem."
+    assert _credited(CLAIM.capitalize() + "? Checked, not the problem. The logger is at fault.") == (False, False)
+    # attack: the question left open stays a hypothesis
+    assert _credited(CLAIM.capitalize() + "? To be checked next.") == (False, True)
+
+
+def test_round_41_an_analysis_said_not_to_apply_is_withdrawn() -> None:
+    # round 41: "### Initial analysis\nX\n\n### Revised analysis\nOn a second look the initial analysis doesn't apply."
+    revised = "### Initial analysis\n" + CLAIM.capitalize() + ".\n\n### Revised analysis\nOn a second look {}."
+    assert _credited(revised.format("the initial analysis doesn't apply")) == (False, False)
+    # attack: an analysis that still applies keeps the claim
+    assert _credited(revised.format("the initial analysis still applies")) == (True, True)
+    # attack: another account said not to apply takes nothing back
+    assert _credited(CLAIM.capitalize() + ". The memory-leak theory does not apply here.") == (True, True)
+
+
+def test_round_41_wanting_to_see_it_confirmed_confirms_nothing() -> None:
+    # round 41: "Plausible, but I want to see it confirmed with a mask dump before calling it."
+    assert _credited("Maybe " + CLAIM + ". I want to see it confirmed with a dump before calling it.") == (False, True)
+    # attack: a confirmation reported confirms
+    assert _credited("Maybe " + CLAIM + ". I confirmed it with a dump.") == (True, True)
+
+
+def test_round_41_ranked_guesses_are_candidates() -> None:
+    # round 41: "Ranked guesses, most likely first:\n1. X;\n2. …\nTesting 1 first with a per-rank step counter."
+    ranked = "Ranked guesses, most likely first:\n1. " + CLAIM + ";\n2. the logger lags.\nTesting 1 first."
+    assert _credited(ranked) == (False, True)
+    # attack: a ranked list of findings asserts its items
+    assert _credited("Findings, most important first:\n1. " + CLAIM + ";\n2. the logger lags.") == (True, True)
+
+
+def test_round_41_a_claim_true_only_of_early_releases_is_not_endorsed() -> None:
+    # round 41: "A forum thread claims that X. That was true in the early FSDP releases; current torch registers a
+    # hook that makes the norm global. So I don't believe it's our issue"
+    thread = "A forum thread claims that " + CLAIM + ". That was true {}; the current planner prices the head."
+    assert _credited(thread.format("in the early planner releases")) == (False, False)
+    # attack: true here endorses it
+    assert _credited(thread.format("in our run too")) == (True, True)
+
+
+def test_round_41_a_thing_described_as_unrelated_negates_nothing() -> None:
+    # round 41: "loader.sampler is then an unrelated SequentialSampler": the adjective describes a part, it denies
+    # nothing the sentence goes on to say
+    assert _credited("The planner is then an unrelated object that " + CLAIM.removeprefix("the planner ") + ".") == (
+        True,
+        True,
+    )
+    # attack: the claim called an unrelated issue is denied
+    assert _credited("The planner missing the head (three buffers while the checkpoint inputs stay live) is an "
+                     "unrelated issue.") == (False, False)  # fmt: skip
+
+
+def test_round_41_nothing_that_confirms_a_report_endorses_it() -> None:
+    # round 41 (an older fixture, v5n h35): "Someone … reported that X. The poster didn't say how they checked, and
+    # nothing in our logs confirms it yet. Noting the report, not adopting it."
+    report = "Someone reported that " + CLAIM + ". {} in our logs confirms it yet."
+    assert _credited(report.format("Nothing")) == (False, False)
+    # attack: the logs confirming it endorse the report
+    assert _credited(report.format("Everything").replace(" yet", "")) == (True, True)
+
+
+def test_round_41_a_wrong_label_before_what_should_happen_calls_out_the_code() -> None:
+    # round 41: "- Expert grads: all-reduced over the expert-data-parallel group, divided by W/ep. Wrong: they should be
+    # divided by W, since …": the verdict is on the code, it takes back nothing the agent said
+    code = "- Planner: " + CLAIM + ". Wrong: {}."
+    assert _credited(code.format("it should price the head backward")) == (True, True)
+    # attack: a bare verdict before the agent's new account still takes the old one back
+    assert _credited("First guess: " + CLAIM + ". Wrong: the logger lags.") == (False, False)
+
+
+def test_round_41_a_relative_that_did_not_happen_refutes_nothing() -> None:
+    # round 41: "…, so … their dropout modules sample different masks, and the gradient is computed for a forward that
+    # didn't happen": "that" opens a relative clause on "a forward", it does not point back at the claim
+    assert _credited(CLAIM.capitalize() + ", so the step is sized for a forward that didn't happen.") == (True, True)
+    # attack: "that" pointing back at the claim still refutes it
+    assert _credited(CLAIM.capitalize() + ". That didn't hold up.") == (False, False)
+    assert _credited(CLAIM.capitalize() + ", but that doesn't happen here.") == (False, False)

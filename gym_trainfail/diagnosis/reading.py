@@ -86,6 +86,10 @@ NOT_NEGATION = re.compile(
     r"\bno-(?!one\b)(?=[a-z])|"
     # round 39: … or ending in a negating word ("the loader's nominal sampler is a do-nothing sequential one")
     r"(?<=[a-z]-)(?:nothing|none|no|not|never)\b|"
+    # round 41: a part described as unrelated or irrelevant ("loader.sampler is then an unrelated SequentialSampler");
+    # not a claim called an unrelated issue ("X is an unrelated issue")
+    r"\b(?:a|an|another|some)\s+(?:unrelated|irrelevant)\b(?!\s+(?:issue|problem|bug|matter|question|thing|cause|concern|"
+    r"factor|detail|effect|symptom|story|explanation|point|red\s+herring|one|to|here|for|in)\b)|"
     # round 36: an absence as a subject ("No flag means it assumes it's a replica"): the "no" is the subject's
     r"\bno\s+[\w-]+(?:\s+[\w-]+)?\s+(?:means|meant|implies|implied|tells\s+it)\b|"
     r"\bif\s+not\b|\bwhether\s+or\s+not\b"
@@ -357,11 +361,16 @@ RETRACTION = re.compile(
     # round 35: the agent's own account said not to hold ("So my step-1 explanation does not hold. Final answer: …")
     r"|\b(?:my|our|the\s+above)\s+(?:[\w-]+\s+){0,2}?(?:theory|hypothesis|diagnosis|explanation|analysis|reading|guess|idea|"
     r"claim|conclusion|reasoning|argument|story|account)\s+(?:does\s+not|doesn't|did\s+not|didn't|no\s+longer)\s+"
-    r"(?:hold|stand|survive)s?\b"
+    r"(?:(?:hold|stand|survive)s?|appl(?:y|ies))\b"
     # round 40: a named part or account of the statement said not to hold ("the Diagnosis section above does not hold",
     # "so the wrapper explanation doesn't hold and I've reverted it")
     r"|\bthe\s+(?:[\w-]+\s+){0,2}?(?:section|part|paragraph|diagnosis|analysis|explanation|theory|hypothesis|reading|"
     r"conclusion|story)(?:\s+(?:above|before))?\s+(?:does\s+not|doesn't|did\s+not|didn't|no\s+longer)\s+(?:hold|stand|survive)s?\b"
+    # round 41: an earlier part of the statement said not to apply ("On a second look the initial analysis doesn't
+    # apply"); not another account ("The memory-leak theory does not apply here")
+    r"|\bthe\s+(?:initial|original|first|earlier|previous|preceding|above)\s+(?:[\w-]+\s+)?(?:section|part|paragraph|"
+    r"diagnosis|analysis|explanation|theory|hypothesis|reading|conclusion|story)(?:\s+(?:above|before))?\s+"
+    r"(?:does\s+not|doesn't|did\s+not|didn't|no\s+longer)\s+appl(?:y|ies)\b"
     # round 35: an earlier version named and called wrong ("Diagnosis (v2, replaces v1): On reflection, v1 is wrong")
     r"|\b(?:v|version|draft|revision|rev|take|diagnosis)\s*#?\d{1,2}\s+(?:is|was)\s+(?:wrong|incorrect|"
     r"mistaken|false|untrue|not\s+right|not\s+correct|(?:a|my)\s+(?:misread(?:ing)?|mistake|misunderstanding))\b"
@@ -555,6 +564,10 @@ REFUTATION = re.compile(
     # (round 35: also after a note's time stamp and a "no": "11:55 -- no, wrong. FSDP1 unshards …")
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:\d{1,2}:\d\d\s*(?:[\u2014\u2013-]+|:)\s*)?(?:(?:no|nope)\s*[,.!]?\s*)?wrong\s*"
     r"(?:[.:!]|\s[\u2014\u2013-]+\s|[\u2014\u2013])"
+    # (round 41: not a verdict on the code before what it should do: "divided by W/ep. Wrong: they should be divided
+    # by W")
+    r"(?![ \t]*(?:(?:it|they|this|that|these|those|[\w.`()'-]+|the\s+[\w.`()'-]+)\s+)?"
+    r"(?:should|must|needs?\s+to|ought\s+to)\b)"
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:ruled\s+out|rejected|disproved|disproven|refuted|excluded|eliminated|falsified|"
     r"debunked|dismissed)\b(?=\s+(?:after|by|once|when|because|since|given|on|following|via|with)\b)"
     # (round 35: not an edit not made yet: "Nothing changed in the code yet.")
@@ -631,7 +644,10 @@ REFUTATION = re.compile(
     r"one|driver)))"
     r"|\b(?:that|this|it)(?:'s|\s+is|\s+was)\s+(?:simply\s+|just\s+|definitely\s+|clearly\s+|really\s+)?not\s+(?:so|happening|"
     r"what(?:'s|\s+is)\s+happening)\b(?!\s+that\b)|\b(?:that|this|it)\s+(?:isn't|wasn't)\s+(?:so|happening)\b(?!\s+that\b)"
-    r"|\b(?:that|this|it)\s+(?:doesn't|does\s+not|didn't|did\s+not|won't|will\s+not)\s+(?:happen|hold(?:\s+up|\s+water)?|apply|"
+    # (round 41: not a relative "that" on a noun: "the gradient is computed for a forward that didn't happen")
+    r"|(?:\b(?:this|it)|(?:(?<=^)|(?<=\n)|(?<=[.;:,!?(\x22\u201c\u2014\u2013-])|(?<=[.;:,!?(\x22\u201c\u2014\u2013-]\s)|(?<=\band\s)|"
+    r"(?<=\bbut\s)|(?<=\bso\s)|(?<=\byet\s)|(?<=\bthink\s)|(?<=\bsay\s))that)"
+    r"\s+(?:doesn't|does\s+not|didn't|did\s+not|won't|will\s+not)\s+(?:happen|hold(?:\s+up|\s+water)?|apply|"
     r"survive|stand\s+up|check\s+out|add\s+up|work\s+out)\b(?=\s*(?:(?:here|either|at\s+all|anymore|in\s+(?:practice|this\s+\w+|"
     r"our\s+\w+)|for\s+(?:us|our\s+[\w-]+|this\s+[\w-]+|this\s+run|the\s+shipped\s+[\w-]+))\s*)*(?:[,.;:!?\u2014\u2013)]|\s-\s|$))"
     # … an experiment that changed nothing, with no subject or any subject ("Made no difference", "chunk size made no
@@ -804,7 +820,10 @@ NEGATED_MANNER = re.compile(
 _ANSWER_LABEL = r"(?:a|answer)\s*[:.)]\s*"
 #: An immediate no to a question ("? No: …", "? It isn't.", "?\nA: No."): the question then denies.
 ANSWER_NO = re.compile(
-    rf"[\s*_]*(?:{_ANSWER_LABEL})?(?:no|nope|not\s+at\s+all|(?:definitely|certainly|absolutely|clearly|obviously|surely)\s+not|hardly|it\s+(?:isn't|is\s+not|doesn't|does\s+not|wasn't|didn't)|they\s+(?:aren't|don't|weren't|"
+    rf"[\s*_]*(?:{_ANSWER_LABEL})?(?:no|nope|not\s+at\s+all|"
+    # round 41: a terse check answered no ("? Checked, not the problem.", "? Looked: no.")
+    r"(?:checked|verified|tested|looked)\s*(?:it\s*)?[,:;\u2014\u2013-]\s*(?:not|no|nope)\b|ruled\s+out|"
+    r"(?:definitely|certainly|absolutely|clearly|obviously|surely)\s+not|hardly|it\s+(?:isn't|is\s+not|doesn't|does\s+not|wasn't|didn't)|they\s+(?:aren't|don't|weren't|"
     r"didn't))\b",
     re.IGNORECASE,
 )
@@ -825,11 +844,12 @@ CANDIDATES = re.compile(
     rf"(?:(?:examined|checked|considered|investigated|tested|looked\s+at)\s*(?:and|&|,)\s*(?=(?:{_REJECTING}|"
     r"not\s+the\s+cause)))?"
     # (round 38: "Checked and not the cause: the possibility that X")
-    r"(?:candidates?|causes|explanations|hypotheses|ideas|suspects|options|theories|possibilities|"
+    r"(?:candidates?|causes|explanations|hypotheses|ideas|suspects|options|theories|possibilities|guesses|"
     rf"{_REJECTING}|not\s+the\s+cause)\b[^:\n]{{0,40}}:"
     # round 8: a label that says its items are only candidates may be long ("Candidates for the rank mismatch, none
     # confirmed yet:", "Open candidates for why TP=2 doesn't reproduce TP=1 (none tested yet):", "Possible reasons X:")
-    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:[\w-]+\s+){0,2}?(?:candidates|hypotheses|suspects|possibilities|"
+    # (round 41: "Ranked guesses, most likely first:")
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:[\w-]+\s+){0,2}?(?:candidates|hypotheses|suspects|possibilities|guesses|"
     # (round 36: a label up to 160 characters: "Candidates for why embed.weight (stage 0) and head.weight … with 1:")
     r"(?:possible|potential|candidate)\s+(?:reasons|causes|explanations|culprits|mechanisms))\b[^:\n]{0,160}:"
     # round 36: "Things that could make a resumed run differ, in the order I want to test them: (a) X; (b) Y"
@@ -1662,6 +1682,8 @@ CONFIRMATION = re.compile(
     r"(?<!\bnever\s)(?<!\bto\s)(?<!\bnot\s\w{3}\s)"
     # (round 37: nor "not something I've confirmed")
     r"(?<!\bnot\ssomething\si've\s)(?<!\bnot\ssomething\swe've\s)(?<!\bnot\sanything\si've\s)(?<!\bnot\ssomething\si\shave\s)"
+    # (round 41: nor a wish, "I want to see it confirmed with a mask dump before calling it")
+    r"(?<!\bsee\sit\s)(?<!\bsee\sthis\s)(?<!\bsee\sthat\s)(?<!\bget\sit\s)(?<!\bhave\sit\s)"
     r"\b(?:confirmed|verified)\b"
     r"(?!\s+(?:whether|if|yet|neither|none|nothing|either|any|anything)\b)"
     r"|\b(?:probe|run|rerun|trace|numbers|counts|logs?|checkpoints?|masks|test|experiment|measurement|output|data|"
@@ -2028,7 +2050,8 @@ def _claim_end(text: str, at: int) -> tuple[int, bool]:
 
 #: What before an endorsing word negates it ("not confirmed", "nobody has confirmed it", "hasn't been verified").
 UNENDORSED = re.compile(
-    r"\b(?:not|never|no|nobody|no\s+one|none|neither)\b(?:\s+\w+){0,3}\s*$|n't(?:\s+\w+){0,3}\s*$"
+    # (round 41: also "nothing in our logs confirms it yet")
+    r"\b(?:not|never|no|nobody|no\s+one|none|neither|nothing)\b(?:\s+\w+){0,3}\s*$|n't(?:\s+\w+){0,3}\s*$"
     # an embedded question ("check whether he's right") endorses nothing
     r"|\b(?:whether|if)(?:\s+[\w'-]+){0,4}\s*$"
     # round 23: a hedged concession ("Maybe that was true for their setup; I'm skeptical it applies here")
@@ -2062,7 +2085,8 @@ def _sides_with_reply(text: str, start: int, found: re.Match[str]) -> bool:
 
 #: What limits an endorsement to another version, setup or time ("that was true for old DDP versions, but …").
 LIMITED_TRUTH = re.compile(
-    r"\s+(?:only\s+)?(?:(?:for|of|in|on|with|under|before)\s+(?:the\s+|some\s+)?(?:old|older|earlier|previous|past|legacy|"
+    # (round 41: "That was true in the early FSDP releases")
+    r"\s+(?:only\s+)?(?:(?:for|of|in|on|with|under|before)\s+(?:the\s+|some\s+)?(?:old|older|early|earlier|previous|past|legacy|"
     r"prior|other|ancient|pre-?[\w.]+|torch\s*1(?:\.\d+)?)\b|(?:once|back\s+then|at\s+one\s+point|historically|in\s+the\s+past)\b)",
     re.IGNORECASE,
 )
@@ -2415,7 +2439,14 @@ CHECKED_CLAIM = re.compile(
 #: A whole sentence that says what the cause is not ("It is not a width disagreement.", "It's not Accelerate's
 #: scheduler wrapper.").
 TOPIC_DENIED = re.compile(
-    r"[\W_]*(?:it|this|that)(?:'s|\s+is|\s+was)\s+not\s+(?!(?:that|true|the\s+case|so|it)\b)[^.!?;:,\n]{1,60}?[.!]?\s*"
+    # (round 41: also "It isn't the reduce-scatter/all-reduce order.")
+    r"[\W_]*(?:it|this|that)(?:(?:'s|\s+is|\s+was)\s+not|\s+(?:isn't|wasn't))\s+(?!(?:that|true|the\s+case|so|it)\b)"
+    r"[^.!?;:,\n]{1,60}?[.!]?\s*"
+    # round 41: the agent's own doubt that a part is at fault ("I don't think the scaler is the problem."), or a part it
+    # ruled out ("I ruled out the clipping call.")
+    r"|[\W_]*(?:i|we)\s+(?:don't|do\s+not)\s+(?:think|believe)\s+(?:that\s+)?(?:the|our|their|its|this|that)\s+"
+    r"[^.!?;:,\n]{1,60}?\s+(?:is|are|was|were|'s)\s+(?:the\s+)?(?:problem|issue|culprit|cause|bug)\s*[.!]?\s*"
+    r"|[\W_]*(?:i|we)\s+(?:(?:have|'ve)\s+)?(?:already\s+)?ruled\s+out\s+(?:the|our|their|its)\s+[^.!?;:,\n]{1,60}?[.!]?\s*"
     # round 37: a part called innocent ("The Accelerate scheduler wrapper is fine."), or a label that rules a topic
     # out ("Ruled out: RNG replay.")
     r"|[\W_]*(?:the|our|their|its)\s+[^.!?;:,\n]{1,60}?\s+(?:is|are|was|were)\s+(?:fine|innocent|blameless|not\s+at\s+fault|"
