@@ -2630,3 +2630,61 @@ def test_round_41_a_relative_that_did_not_happen_refutes_nothing() -> None:
     # attack: "that" pointing back at the claim still refutes it
     assert _credited(CLAIM.capitalize() + ". That didn't hold up.") == (False, False)
     assert _credited(CLAIM.capitalize() + ", but that doesn't happen here.") == (False, False)
+
+
+def test_round_42_scrapping_the_draft_withdraws_it() -> None:
+    # round 42: "Root cause (draft): X\n\nUpdate after running with the budget off: scrap the draft. The peak …"
+    draft = "Root cause (draft): " + CLAIM.capitalize() + ".\n\nUpdate after a rerun: {} the draft. The logger lags."
+    assert _credited(draft.format("scrap")) == (False, False)
+    # attack: keeping the draft keeps the claim
+    assert _credited(draft.format("I confirmed")) == (True, True)
+
+
+def test_round_42_a_question_answered_not_the_issue_is_denied() -> None:
+    # round 42: "X as the unpriced peak? Not the issue here, I checked. The OOMs come from the split path"
+    assert _credited(CLAIM.capitalize() + " as the peak? Not the issue here, I checked. The logger lags.") == (
+        False,
+        False,
+    )
+    # attack: left open it stays a hypothesis
+    assert _credited(CLAIM.capitalize() + " as the peak? I'll check.") == (False, True)
+
+
+def test_round_42_a_theory_looked_at_and_found_not_the_problem_is_denied() -> None:
+    # round 42: "I specifically looked at the theory that X, and it's not the problem."
+    looked = "I specifically looked at the theory that " + CLAIM + ", and it's {}."
+    assert _credited(looked.format("not the problem")) == (False, False)
+    # attack: without the closing clause the theory is only looked at, and the agent's own claim with a part ruled
+    # out in the same words stands
+    assert _credited("I specifically looked at the theory that " + CLAIM + ".") == (False, True)
+    assert _credited(CLAIM.capitalize() + "; the logger lags, but it's not the problem.") == (True, True)
+
+
+def test_round_42_a_short_list_of_suspects_is_candidates() -> None:
+    # round 42: "Short list of suspects:\n- X may …\n- gradient clipping under ZeRO-1\nWill bisect …"
+    suspects = "Short list of {}:\n- " + CLAIM + "\n- the logger lags\nWill bisect."
+    assert _credited(suspects.format("suspects")) == (False, True)
+    # attack: a short list of findings asserts its items
+    assert _credited(suspects.format("findings").replace("Will bisect.", "")) == (True, True)
+
+
+def test_round_42_a_difference_treated_as_expected_noise_confirms_nothing() -> None:
+    # round 42: "… so this doesn't concern us; I'm treating the dp2/dp2-ga1 difference as expected bf16 variance."
+    assert _credited("Maybe " + CLAIM + ". For now I'm treating the gap as expected bf16 variance.") == (False, True)
+    # attack: "as expected" after a hypothesis still confirms it
+    assert _credited("Maybe " + CLAIM + ". The dump came back as expected.") == (True, True)
+
+
+def test_round_42_a_part_that_has_not_run_yet_hedges_nothing() -> None:
+    # round 42: "… all 4 layers' checkpoint inputs are still sitting there because the decoder backward hasn't run yet"
+    assert _credited(CLAIM.capitalize() + ", because the decoder backward hasn't run yet.") == (True, True)
+    # attack: the agent not having run its check yet still hedges
+    assert _credited(CLAIM.capitalize() + ". I haven't run it yet.") == (False, True)
+
+
+def test_round_42_same_state_is_no_one_stating() -> None:
+    # round 42: "… the default generator, which is seeded to train.seed on every rank. Same state, same draws, same mask
+    # on every sequence chunk."
+    assert _credited("Same state, same draws: " + CLAIM + ".") == (True, True)
+    # attack: a person who states still reports
+    assert _credited("Priya states that " + CLAIM + ". The logger lags.") == (False, False)

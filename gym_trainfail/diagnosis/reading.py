@@ -317,7 +317,9 @@ NULL_RESULT = re.compile(
 #: The agent taking back everything it said before ("scratch that", "I was wrong").
 RETRACTION = re.compile(
     # at the end of its clause: "the skip forgets that each step consumed …" describes code, not a retraction
-    r"\b(?:scratch|strike|forget|scrap)\s+(?:that|this|all\s+that|the\s+above|what\s+i\s+(?:said|wrote))\b"
+    # (round 42: also "scrap the draft")
+    r"\b(?:scratch|strike|forget|scrap)\s+(?:that|this|all\s+that|the\s+above|what\s+i\s+(?:said|wrote)|"
+    r"(?:the|my)\s+(?:(?:first|earlier|initial|original|previous)\s+)?draft)\b"
     r"(?:\s+(?:idea|theory|hypothesis|explanation|guess|part|bit|one|last\s+\w+))?(?=\s*(?:[.;:,!?\u2014\u2013)]|\s-\s|$))"
     r"|\b(?:disregard|ignore)\s+(?:that|this|all\s+(?:of\s+)?that|the\s+above|everything\s+above|what\s+i\s+(?:said|wrote)|"
     r"my\s+(?:earlier|previous|last|first)\b)"
@@ -535,6 +537,9 @@ REFUTATION = re.compile(
     r"a\s+false\s+(?:positive|alarm))\b"
     r"|\b(?:came|come|coming|arrived?|arriving|reached?|reaching)\s+(?:at\s+|to\s+)?the\s+opposite\s+conclusion\b"
     r"|\b(?:that's|it's|this's)\s+not\s+(?:true|correct|right)\b"
+    # round 42: a clause that closes the sentence naming a claim ("I looked at the theory that X, and it's not the
+    # problem")
+    r"|,\s*and\s+(?:it's|it\s+is|it\s+was|that's|that\s+is|that\s+was)\s+not\s+the\s+(?:problem|issue|cause|culprit|bug)\b"
     r"|\b(?:shows?|showed|says?|said|suggests?|suggested|indicates?|indicated|proves?|proved|tells?\s+us)\s+otherwise\b"
     r"|\bi\s+(?:doubt|question)\s+(?:it|that|this)\b"
     r"|\bi\s+(?:don't|do\s+not)\s+(?:think|believe)\s+(?:(?:that's|that\s+is|this\s+is|it's|it\s+is)\s+(?:it|right|correct|"
@@ -823,6 +828,8 @@ ANSWER_NO = re.compile(
     rf"[\s*_]*(?:{_ANSWER_LABEL})?(?:no|nope|not\s+at\s+all|"
     # round 41: a terse check answered no ("? Checked, not the problem.", "? Looked: no.")
     r"(?:checked|verified|tested|looked)\s*(?:it\s*)?[,:;\u2014\u2013-]\s*(?:not|no|nope)\b|ruled\s+out|"
+    # round 42: "? Not the issue here, I checked."
+    r"not\s+(?:the|our|an?)\s+(?:issue|problem|cause|culprit|bug)|"
     r"(?:definitely|certainly|absolutely|clearly|obviously|surely)\s+not|hardly|it\s+(?:isn't|is\s+not|doesn't|does\s+not|wasn't|didn't)|they\s+(?:aren't|don't|weren't|"
     r"didn't))\b",
     re.IGNORECASE,
@@ -849,7 +856,8 @@ CANDIDATES = re.compile(
     # round 8: a label that says its items are only candidates may be long ("Candidates for the rank mismatch, none
     # confirmed yet:", "Open candidates for why TP=2 doesn't reproduce TP=1 (none tested yet):", "Possible reasons X:")
     # (round 41: "Ranked guesses, most likely first:")
-    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:[\w-]+\s+){0,2}?(?:candidates|hypotheses|suspects|possibilities|guesses|"
+    # (round 42: three words before it, "Short list of suspects:")
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:[\w-]+\s+){0,3}?(?:candidates|hypotheses|suspects|possibilities|guesses|"
     # (round 36: a label up to 160 characters: "Candidates for why embed.weight (stage 0) and head.weight … with 1:")
     r"(?:possible|potential|candidate)\s+(?:reasons|causes|explanations|culprits|mechanisms))\b[^:\n]{0,160}:"
     # round 36: "Things that could make a resumed run differ, in the order I want to test them: (a) X; (b) Y"
@@ -1016,7 +1024,10 @@ _NAME = (
     # round 27: a list's heading ("Ranking suspects for the drift: …"), not a person who suspects
     r"Ranking|Ranked|Listing|Shortlist|Possible|Candidate|Prime|"
     # round 35: a list's label in the plural ("Candidates:\n(a) …"), not a person speaking
-    r"Candidates|Hypotheses|Suspects|Options|Possibilities|Theories|Ideas|Causes|Explanations|Reasons|Leads)\b)"
+    r"Candidates|Hypotheses|Suspects|Options|Possibilities|Theories|Ideas|Causes|Explanations|Reasons|Leads|"
+    # round 42: a sentence that opens with an adjective ("Same state, same draws, same mask on every chunk"), not a
+    # person who states
+    r"Same|Different|Identical|Equal|Other)\b)"
     # (round 40: a second word of one capital or digit, "Agent B's report says that X", "Reviewer 2"; not the agent's
     # "I", "Mechanism I suspect: X")
     r"[A-Z][a-z\u00e0-\u00ff]+(?:\s+(?:[A-Z][a-z\u00e0-\u00ff]+|(?!I\b)[A-Z0-9]))?\b)"
@@ -1581,8 +1592,11 @@ UNVERIFIED = re.compile(
     r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:that|this|it)(?:'s|\s+is)\s+(?:only\s+|just\s+|still\s+)?(?:a|my)\s+(?:[\w-]+\s+)?"
     r"(?:suspicion|hunch|guess)\b"
     # … not both outcomes named ("after the optimizer has or hasn't run")
-    r"|(?<!\bor\s)\b(?:haven't|have\s+not|hasn't|has\s+not|didn't|did\s+not)\s+(?:yet\s+)?(?:verified|confirmed|tested|checked|"
-    r"run|measured|proven|probed|instrumented|traced|profiled|reproduced|logged|established|shown|demonstrated)"
+    # (round 42: "run" only with the agent as its subject: "because the decoder backward hasn't run yet" says when it
+    # runs)
+    r"|(?<!\bor\s)(?:\b(?:haven't|have\s+not|hasn't|has\s+not|didn't|did\s+not)\s+(?:yet\s+)?(?:verified|confirmed|tested|"
+    r"checked|measured|proven|probed|instrumented|traced|profiled|reproduced|logged|established|shown|demonstrated)"
+    r"|(?:\b(?:i|we)\s+|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*)(?:haven't|have\s+not|didn't|did\s+not)\s+(?:yet\s+)?run)"
     r"(?:\s+(?:this|that|it|anything|any\s+of\s+(?:this|it)|\(?\d{1,2}\)|step\s+\d{1,2}))?(?:\s+yet)?"
     # round 14: "… whether that applies to the version we run", "I haven't established that it applies here"
     r"(?:\s+(?:whether|if|that)\s+(?:it|this|that|they|any\s+of\s+(?:this|it))\s+(?:applies|holds|is\s+(?:the\s+case|true|what))"
@@ -1689,7 +1703,8 @@ CONFIRMATION = re.compile(
     r"|\b(?:probe|run|rerun|trace|numbers|counts|logs?|checkpoints?|masks|test|experiment|measurement|output|data|"
     r"digests?|profile|printout|diff|comparison|dumps?|checks?|plots?|curves?)\s+(?:\w+\s+){0,2}?(?<!\bto\s)(?:confirms|supports|"
     r"supported|confirm\s+(?:it|this|that)|support\s+(?:it|this|that)|bears?\s+(?:it|this|that)\s+out|bore\s+(?:it|this|that)\s+"
-    r"out)\b|\bwhich\s+(?:the\s+)?(?:\w+\s+){0,3}?(?:confirms|supports|supported|bears\s+out)\b|\bas\s+(?:predicted|expected|suspected|hypothesi[sz]ed)\b|\b(?:and\s+)?(?:it|this|that)\s+"
+    r"out)\b|\bwhich\s+(?:the\s+)?(?:\w+\s+){0,3}?(?:confirms|supports|supported|bears\s+out)\b|\bas\s+(?:predicted|expected|suspected|hypothesi[sz]ed)\b(?!\s+(?:[\w-]+\s+){0,2}?(?:variance|noise|jitter|"
+    r"rounding|behaviou?r|drift|fluctuations?|error)\b)|\b(?:and\s+)?(?:it|this|that)\s+"
     r"(?:checks\s+out|holds\s+up)\b|\bthis\s+is\s+it\b",
     re.IGNORECASE,
 )
