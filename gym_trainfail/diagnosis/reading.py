@@ -277,6 +277,10 @@ _PART = (
     r"(?:the|my|this|that|these|those)\s+(?:[\w-]+\s+){0,2}?(?:paragraphs?|section|message|post|bullets?|points?|summary)"
     r"(?:\s+(?:above|before|earlier))?"
 )
+#: A named part or account of the statement itself ("the Diagnosis section", "the initial analysis"), and the negation
+#: that says it no longer stands, for the retractions below.
+_OWN_ACCOUNT = r"(?:section|part|paragraph|diagnosis|analysis|explanation|theory|hypothesis|reading|conclusion|story)"
+_NO_LONGER = r"(?:does\s+not|doesn't|did\s+not|didn't|no\s+longer)"
 #: Where a sentence starts for an elliptical verdict ("Not the cause.", "It isn't;"): after a full stop, a colon or
 #: a blank line, not at a line break inside a wrapped sentence ("… when split_batches is\n False.").
 _START = r"(?:^|(?<=[.!;:]\s)|(?<=[.!;:][\x22\u201d]\s)|(?<=\n\n)|(?<=\n)(?=[ \t]*[-*\u2022>]))"
@@ -362,17 +366,14 @@ RETRACTION = re.compile(
     r"(?:is|was|'s)\s+(?:now\s+|officially\s+)?(?:dead|debunked|busted|off\s+the\s+table)\b"
     # round 35: the agent's own account said not to hold ("So my step-1 explanation does not hold. Final answer: …")
     r"|\b(?:my|our|the\s+above)\s+(?:[\w-]+\s+){0,2}?(?:theory|hypothesis|diagnosis|explanation|analysis|reading|guess|idea|"
-    r"claim|conclusion|reasoning|argument|story|account)\s+(?:does\s+not|doesn't|did\s+not|didn't|no\s+longer)\s+"
-    r"(?:(?:hold|stand|survive)s?|appl(?:y|ies))\b"
+    rf"claim|conclusion|reasoning|argument|story|account)\s+{_NO_LONGER}\s+(?:(?:hold|stand|survive)s?|appl(?:y|ies))\b"
     # round 40: a named part or account of the statement said not to hold ("the Diagnosis section above does not hold",
     # "so the wrapper explanation doesn't hold and I've reverted it")
-    r"|\bthe\s+(?:[\w-]+\s+){0,2}?(?:section|part|paragraph|diagnosis|analysis|explanation|theory|hypothesis|reading|"
-    r"conclusion|story)(?:\s+(?:above|before))?\s+(?:does\s+not|doesn't|did\s+not|didn't|no\s+longer)\s+(?:hold|stand|survive)s?\b"
+    rf"|\bthe\s+(?:[\w-]+\s+){{0,2}}?{_OWN_ACCOUNT}(?:\s+(?:above|before))?\s+{_NO_LONGER}\s+(?:hold|stand|survive)s?\b"
     # round 41: an earlier part of the statement said not to apply ("On a second look the initial analysis doesn't
     # apply"); not another account ("The memory-leak theory does not apply here")
-    r"|\bthe\s+(?:initial|original|first|earlier|previous|preceding|above)\s+(?:[\w-]+\s+)?(?:section|part|paragraph|"
-    r"diagnosis|analysis|explanation|theory|hypothesis|reading|conclusion|story)(?:\s+(?:above|before))?\s+"
-    r"(?:does\s+not|doesn't|did\s+not|didn't|no\s+longer)\s+appl(?:y|ies)\b"
+    rf"|\bthe\s+(?:initial|original|first|earlier|previous|preceding|above)\s+(?:[\w-]+\s+)?{_OWN_ACCOUNT}"
+    rf"(?:\s+(?:above|before))?\s+{_NO_LONGER}\s+appl(?:y|ies)\b"
     # round 35: an earlier version named and called wrong ("Diagnosis (v2, replaces v1): On reflection, v1 is wrong")
     r"|\b(?:v|version|draft|revision|rev|take|diagnosis)\s*#?\d{1,2}\s+(?:is|was)\s+(?:wrong|incorrect|"
     r"mistaken|false|untrue|not\s+right|not\s+correct|(?:a|my)\s+(?:misread(?:ing)?|mistake|misunderstanding))\b"
