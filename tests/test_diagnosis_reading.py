@@ -2688,3 +2688,38 @@ def test_round_42_same_state_is_no_one_stating() -> None:
     assert _credited("Same state, same draws: " + CLAIM + ".") == (True, True)
     # attack: a person who states still reports
     assert _credited("Priya states that " + CLAIM + ". The logger lags.") == (False, False)
+
+
+def test_round_43_a_withdrawal_after_a_contrast_is_said_now_unless_its_clause_is_a_condition() -> None:
+    # round 43: "In principle, X would leave … and repeat the order, but my diff … shows …, so that can't be it."
+    supposed = "In principle, the peak would come from this: " + CLAIM + ", but {}."
+    assert _credited(supposed.format("the logger shows the budget held, so that can't be it")) == (False, False)
+    # attack: a withdrawal the contrast's own clause only promises takes nothing back, after a supposition or a claim
+    assert _credited(supposed.format("if the rerun matches, I'll drop it")) == (False, True)
+    assert _credited("I suspect " + CLAIM + ", but if the rerun matches, I'll drop it.") == (False, True)
+    assert _credited("I suspect " + CLAIM + ", but the rerun matched, so I'll drop it.") == (False, False)
+    # … and a contrast on the line before a condition is not in its sentence
+    listed = "My leading candidate:\n- " + CLAIM + "\n- one rank skips, the other steps; shards out of step\n"
+    assert _credited(listed + "If the next run disagrees, I'll drop it.") == (False, True)
+
+
+def test_round_43_an_idea_the_agent_wants_to_confirm_is_put_forward() -> None:
+    # round 43: "Before changing anything I want to confirm one idea: that the AcceleratedScheduler … steps …"
+    assert _credited("Before changing anything I want to confirm one idea: that " + CLAIM + ".") == (False, True)
+    assert _credited("Before changing anything we need to check that " + CLAIM + ".") == (False, True)
+    # attack: an idea confirmed, or one the agent says it confirmed, is asserted
+    assert _credited("Before changing anything I confirmed one idea: that " + CLAIM + ".") == (True, True)
+    assert _credited("I wanted proof, and the probe showed that " + CLAIM + ".") == (True, True)
+
+
+def test_round_43_things_that_look_like_something_else_and_are_excluded_is_a_finding() -> None:
+    # round 43: "The unmarked shards on rank 1 look like replicas to DeepSpeed and are excluded, which makes the global
+    # norm too small."
+    head = "The planner misses the head: its three buffers "
+    tail = "; the checkpoint inputs stay live."
+    excluded = "look like activations to it and are excluded, so the price is small"
+    assert _credited(head + excluded + tail) == (True, True)
+    assert _credited(head + "are excluded from the price sum" + tail) == (True, True)
+    # attack: a theory excluded, or a claim "and these are excluded", is still denied
+    assert _credited("The theory that " + CLAIM + ", is excluded.") == (False, False)
+    assert _credited(CLAIM.capitalize() + ", and these are excluded.") == (False, False)

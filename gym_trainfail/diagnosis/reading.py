@@ -227,7 +227,11 @@ DENIAL = re.compile(
     r"explanation|factor)\b|\b(?:isn't|aren't|wasn't|weren't|'s\s+not|'re\s+not)\s+(?:the\s+|a\s+|an\s+)?(?:root\s+)?"
     r"(?:cause|culprit|problem|issue|bug|reason|explanation|factor)\b"
     # round 35: what the code leaves out is a finding, not a ruling-out ("rank 1's fc1 and fc2 shards are excluded")
-    r"|" + "".join(rf"(?<!\b{noun}\s)" for noun in _LEFT_OUT) + r"\b(?:is|are|was|were)\s+excluded\b"
+    # (round 43: nor things that "… and are excluded", a plural predicate after another of theirs, nor what is
+    # "excluded from the norm")
+    r"|" + "".join(rf"(?<!\b{noun}\s)" for noun in _LEFT_OUT) + r"\b(?:is|was|(?<!\band\s)(?:are|were))\s+excluded\b"
+    r"(?!\s+from\s+(?:the\s+|its\s+|their\s+|every\s+)?(?:[\w-]+\s+)?(?:norm|sum|total|count|list|reduction|"
+    r"all-?reduce|average|mean|price|estimate|bucket|clip\w*)\b)"
     r"|\b(?:is|are|was|were|'s)\s+(?:harmless|"
     r"benign|irrelevant|a\s+red\s+herring|ruled\s+out|fine|(?:exactly|perfectly|entirely)\s+(?:right|correct)|by\s+design|"
     r"as\s+designed|intended)\b|\b(?:does\s+not|doesn't|did\s+not|didn't)\s+"
@@ -1405,10 +1409,18 @@ ENDORSEMENT = re.compile(
     r"(?:\w+\s+){0,2}?(?:confirms?|bears?\s+(?:it|this|that)\s+out|shows?\s+exactly\s+(?:that|this))\b",
     re.IGNORECASE,
 )
+#: The agent meaning to test what it names next ("I want to confirm", "Before changing anything we need to check").
+_TO_TEST = (
+    r"(?:i|we)\s+(?:want|need|'d\s+like|would\s+like|plan|intend|am\s+going|'m\s+going|are\s+going|'re\s+going)\s+to\s+"
+    r"(?:first\s+)?(?:confirm|test|check|verify|probe)\s+"
+)
+_MEANS_TO_TEST = r"(?:[A-Za-z][^.!?:;\n]{0,60}?\s)?" + _TO_TEST
 #: A hypothesis label ("Hypothesis:", "My working theory (untested):", "Suspect #1:"): what follows is put
 #: forward to be tested. At the statement's start it covers the whole statement; elsewhere its paragraph.
 HYPOTHESIS_LABEL = re.compile(
-    r"(?:(?<=^)|(?<=\n)|(?<=[.!?]\s))[\W_]*(?:[A-Za-z][\w'-]*(?:\s+[\w'-]+){0,3},\s+)?(?:(?:my|our|a|the|one|working|initial|"
+    r"(?:(?<=^)|(?<=\n)|(?<=[.!?]\s))[\W_]*(?:[A-Za-z][\w'-]*(?:\s+[\w'-]+){0,3},\s+)?"
+    # round 43: the idea the agent means to test ("Before changing anything I want to confirm one idea: that X")
+    rf"(?:{_MEANS_TO_TEST})?(?:(?:my|our|a|the|one|working|initial|"
     r"current|leading|main|first|second|third|tentative|pre-?run|new|only|best|prime|top|another|possible|candidate|unproven|"
     r"untested|unverified|unconfirmed|unchecked|untried|pending|speculative|rough|quick|gut|potential|wild|educated|"
     r"\w+-run)[\s,]+){0,3}(?:hypothesis|theory|"
@@ -1458,6 +1470,8 @@ TENTATIVE = re.compile(
     r"|\btentatively\b|\bas\s+a\s+(?:working\s+)?hypothesis\b"
     # round 18: a claim laid out as what an idea would say ("The idea would be that X")
     r"|\b(?:the|that|this|their|his|her)\s+(?:idea|theory|argument|story|hypothesis|reasoning|claim|suggestion)\s+would\s+be\s+that\b"
+    # round 43: "Before changing anything I want to confirm that X" (not what was confirmed: "I confirmed that X")
+    rf"|\b{_TO_TEST}that\b"
     # round 17: "Next I'll test whether the problem is that X"
     r"|\b(?:i'll|i\s+will|we'll|we\s+will|i'm\s+going\s+to|let\s+me)\s+(?:next\s+)?(?:test|check|verify|see)\s+whether\b"
     r"|\b(?:i|we)\s+have\s+(?:a|an)\s+(?:\w+\s+)?(?:hunch|feeling|inkling|suspicion|guess|theory|hypothesis)\b"
@@ -3207,7 +3221,7 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
                 reach = min(reach, match.start())
             target = _target(statement, match, reach)
             wrong_only = any(p.search(target) for p in wrong_patterns)
-            if _on_condition(statement, match.start()) and not CONCLUSION.match(match.group(0)):
+            if _promised(statement, match.start()) and not CONCLUSION.match(match.group(0)):
                 continue  # a withdrawal promised on a condition ("If the one-rank run is off too, I'll drop this")
             if (
                 _answers_a_question(statement, match)
@@ -3395,6 +3409,23 @@ def _on_condition(text: str, at: int) -> bool:
         CONDITIONAL.match(text, begin) is not None
         for begin in (_sentence_start(text, at), _prose_sentence(text, at)[0])
     )
+
+
+def _promised(text: str, at: int) -> bool:
+    """Whether what is said at ``at`` is promised on a condition rather than said now. After a contrast past the first
+    comma of its sentence, the contrast's own clause decides (round 43): "In principle, X would leave Y, but the diff
+    shows Z, so that can't be it" says it now; "I suspect X, but if the one-rank run matches, I'll drop this" promises
+    it. Otherwise the sentence's opening does (:func:`_on_condition`). The sentence starts at a line break too ("…;
+    shards out of step\nIf the next run disagrees, I'll drop it")."""
+    begin = max(_sentence_start(text, at), _prose_sentence(text, at)[0])
+    comma = text.find(",", begin, at)
+    contrasts = [] if comma == -1 else list(CONTRAST.finditer(text, comma, at))
+    if not contrasts:
+        return _on_condition(text, at)
+    after = contrasts[-1].end()
+    if READING_HEDGE.match(text, after):
+        return False
+    return CONDITIONAL.match(text, after) is not None or PENDING_CONDITION.match(text, after) is not None
 
 
 #: A condition still to be met ("once the rerun shows it", "unless …"); not "when", which may report what happened.
