@@ -2723,3 +2723,75 @@ def test_round_43_things_that_look_like_something_else_and_are_excluded_is_a_fin
     # attack: a theory excluded, or a claim "and these are excluded", is still denied
     assert _credited("The theory that " + CLAIM + ", is excluded.") == (False, False)
     assert _credited(CLAIM.capitalize() + ", and these are excluded.") == (False, False)
+
+
+def test_round_44_a_why_question_after_its_label_presupposes_what_it_asks_about() -> None:
+    # round 44: "Q: Why do both TP ranks drop the same positions in the blocks? A: Because Stack.forward enters …"
+    assert _credited("Q: Why do the checkpoint inputs stay live? A: Because the planner misses the head: three "
+                     "buffers.") == (True, True)  # fmt: skip
+    # attack: a yes/no question after the label still only asks
+    assert _credited("Q: Do the checkpoint inputs stay live because the planner misses the head: three buffers?") == (
+        False,
+        True,
+    )
+
+
+def test_round_44_not_a_problem_denies_what_it_refers_back_to() -> None:
+    # round 44: "I considered that X …; that is not an issue here.", "I considered the untagged-shard issue (X) and it
+    # is not an actual problem: the parameters … differ by float noise"
+    assert _credited("I considered that " + CLAIM + "; that is not an issue here.") == (False, False)
+    assert _credited("I considered the head issue (" + CLAIM + ") and it is not an actual problem: the numbers are "
+                     "noise.") == (False, False)  # fmt: skip
+    # attack: another part called no problem leaves the claim asserted, and so does a colon after it
+    assert _credited(CLAIM.capitalize() + "; the extra copy is not a problem.") == (True, True)
+    assert _credited("Float order is not a problem: " + CLAIM + ".") == (True, True)
+
+
+def test_round_44_an_assumption_of_the_code_called_wrong_takes_nothing_back() -> None:
+    # round 44: "AcceleratedScheduler assumes the wrapped scheduler was written for a single-process loop …: … it calls
+    # the inner step() P times … That assumption is wrong here: demandnet sizes the schedule from …"
+    said = "The planner assumes the head is priced elsewhere, since " + CLAIM + "."
+    assert _credited(said + " That assumption is wrong here.") == (True, True)
+    # attack: the agent's own assumption called wrong is taken back
+    assert _credited("I assumed that " + CLAIM + ". That assumption is wrong.") == (False, False)
+    assert _credited("My assumption is that " + CLAIM + ". That assumption is wrong.") == (False, False)
+    mine = "The planner assumes the head is priced. I assumed that " + CLAIM + ". My assumption is wrong."
+    assert _credited(mine) == (False, False)
+
+
+def test_round_44_a_denied_topic_then_granted_in_principle_stays_denied() -> None:
+    # round 44: "This is not a cache-coherence problem. In principle a node copy with an outdated refs/main would …,
+    # but the README says node copies only cache the mirror, so they can't disagree with it."
+    granted = "In principle, " + CLAIM + " could happen, but the README says the price is exact."
+    assert _credited("This is not a planner problem. " + granted) == (False, False)
+    # attack: without the denial before it, the supposition is still put forward
+    assert _credited(granted) == (False, True)
+
+
+def test_round_44_nothing_with_a_pronoun_object_denies_nothing_after_its_colon() -> None:
+    # round 44: "The collective schedule is only consistent when … Nothing enforces that: routing.route() calls …
+    # without ep_group"
+    assert _credited("The price must cover the head, and nothing enforces that: " + CLAIM + ".") == (True, True)
+    assert _credited("Nothing enforces that: " + CLAIM + ".") == (True, True)
+    # attack: "nothing suggests that X" still denies X
+    assert _credited("Nothing suggests that " + CLAIM + ".") == (False, False)
+    assert _credited("Nothing here shows that " + CLAIM + ".") == (False, False)
+
+
+def test_round_44_a_numbered_draft_taken_back_is_withdrawn() -> None:
+    # round 44: "### Findings (draft 2, supersedes draft 1)\nAfter instrumenting the run I have to take back draft 1."
+    draft = "Draft 1: " + CLAIM + ".\n\nDraft 2: after instrumenting the run I {} back {}. The OOM is the logger."
+    assert _credited(draft.format("have to take", "draft 1")) == (False, False)
+    assert _credited("Point 1: " + CLAIM + ".\nPoint 2: I take back point 1.") == (False, False)
+    # attack: "took back" something that is no part of the statement takes nothing back
+    assert _credited(CLAIM.capitalize() + ". The rerun took back 2 GB.") == (True, True)
+
+
+def test_round_44_or_not_with_what_decides_it_is_no_negation() -> None:
+    # round 44: "scaler.step(optimizer) is called between those two and step() skips or not based on
+    # found_inf_per_device, which at that point is still just this rank's own check"
+    tail = " misses the head: three buffers while the checkpoint inputs stay live."
+    assert _credited("The planner steps or not based on flags and" + tail) == (True, True)
+    # attack: a bare "or not" in the match, and a plain negation, still deny
+    assert _credited("The planner steps or not and" + tail) == (False, False)
+    assert _credited("The planner does not step and" + tail) == (False, False)

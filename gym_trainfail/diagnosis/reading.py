@@ -101,6 +101,8 @@ NOT_NEGATION = re.compile(
     r"|\b(?:not|never|isn't|aren't|wasn't|weren't|doesn't|don't|didn't)\s+(?:\w+\s+){0,2}?until\b|\bnor\s+that\b"
     # … and a question's "or not" before its closing quote or mark ('the "skip this step or not" decision')
     r"|\bor\s+not\b(?=\s*[\x22\u201d'?)\]])"
+    # round 44: … and one that says what decides ("step() skips or not based on found_inf_per_device")
+    r"|\bor\s+not\b(?=,?\s+(?:based\s+on|depending\s+on|according\s+to|as\s+decided\s+by)\b)"
     # round 29: what ought to hold ("The replicas should never differ: …, so the only way for them to diverge is …")
     # says nothing of what happens
     r"|\b(?:should|must|ought\s+to|are\s+supposed\s+to|is\s+supposed\s+to)\s+(?:never|not)\b(?=\s+(?:differ|diverge|drift|"
@@ -388,7 +390,8 @@ RETRACTION = re.compile(
     # it", "EDIT (v2): striking v1", "I'm striking point 2", "09:40 Retract 09:18: …")
     r"|\b(?:v|version|draft|revision|rev|section|part|point|item|step|update|entry|bullet|note|paragraph)\s*#?\d{1,2}\s+"
     r"(?:(?:is|was|has\s+been)\s+(?:hereby\s+|now\s+)?)?(?:withdrawn|retracted|struck(?:\s+out)?|scrapped)\b"
-    r"|\b(?:retract(?:ing)?|withdraw(?:ing)?|strik(?:e|ing)|scratch(?:ing)?|scrap(?:ping)?|cross(?:ing)?\s+out)\s+"
+    # (round 44: also taken back: "After instrumenting the run I have to take back draft 1.")
+    rf"|\b(?:retract(?:ing)?|withdraw(?:ing)?|strik(?:e|ing)|scratch(?:ing)?|scrap(?:ping)?|cross(?:ing)?\s+out|{_TAKE}\s+back)\s+"
     r"(?:(?:(?:my|the)\s+)?(?:point|item|step|entry|bullet|note|update|section|paragraph|v|version|draft|line)\s*#?\d{1,2}"
     r"|\d{1,2}:\d\d)\b"
     # round 37: a log entry or line that opens with "nope" ("09:48 - nope. GradScaler.step() itself …")
@@ -816,7 +819,9 @@ MUSED_QUESTION = re.compile(
 #: A statement asked with a question mark ("The scheduler steps twice per update?"): not a "why"/"what"
 #: question (those introduce their answer), nor one ending in one (", why?").
 DECLARATIVE_QUESTION = re.compile(
-    r"(?![\W_]*(?:why|what|how|where|when|which|who|whose)\b)(?:(?!\b(?:why|what|how)\s*$)[\s\S]){12,}",
+    # (round 44: also after a question's label: "Q: Why do both TP ranks drop the same positions? A: Because …")
+    r"(?![\W_]*(?:(?:q|question)\s*[:.)]\s*)?(?:why|what|how|where|when|which|who|whose)\b)"
+    r"(?:(?!\b(?:why|what|how)\s*$)[\s\S]){12,}",
     re.IGNORECASE,
 )
 #: A negated predicate whose manner clause states the consequence ("is not normalised … in a way that makes X",
@@ -934,7 +939,8 @@ SENTENCE_DENIAL = re.compile(
     r"(?:think|believe|buy|accept)\s+(?:for\s+a\s+(?:second|moment|minute)\s+)?(?:that\b|the\s+(?:idea|claim|theory|notion|"
     r"story)\s+that\b)?|"
     r"(?:nothing|no\s+(?:evidence|data|measurement|log|trace)|there(?:'s|\s+is)\s+no\s+(?:evidence|sign|indication|reason\s+to\s+"
-    r"(?:think|believe)))\s+(?:\w+\s+)?(?:suggests?|shows?|indicates?|supports?|points?\s+to)?\s*that\b|"
+    # (round 44: "that" a complementizer, not the pronoun of "Nothing enforces that: X calls Y without Z")
+    r"(?:think|believe)))\s+(?:\w+\s+)?(?:suggests?|shows?|indicates?|supports?|points?\s+to)?\s*that\b(?!\s*[:;,.!?])|"
     r"(?:i|we)\s+(?:see|found|find|saw|have)\s+no\s+(?:evidence|sign|indication)\s+that\b|"
     r"it\s+(?:isn't|wasn't)\s+(?:true|the\s+case)\s+that\b|"
     # round 9: the symptom as the subject of a denied cause ("the discrepancy is not caused by X"), when the
@@ -2446,12 +2452,6 @@ CONTINUATION = re.compile(
 )
 
 
-#: A sentence that concedes facts before a "but" ("Yes, the inputs are still saved … — but that sum stays below …").
-CONCESSION = re.compile(
-    r"[\W_]*(?:yes|sure|granted|true|admittedly|of\s+course|certainly|agreed)\b\s*[,:;\u2014\u2013-]", re.IGNORECASE
-)
-
-
 #: A sentence that names a claim the agent looked at ("I checked the idea that X", "I considered whether X", "I
 #: considered that X"; round 36): after a sentence that denies a cause or a topic ("X is not the issue.", "It's not
 #: the wrapper."), it spells out what was denied. ("I checked that X" verifies X, and is not here.)
@@ -2708,7 +2708,9 @@ CAUSE_DENIED = re.compile(
     r"|(?:the|this|our)\s+(?:(?:root|real|actual|underlying)\s+)?(?:cause|reason|source|explanation|culprit|failure|problem|issue|bug|"
     r"mechanism|driver|trigger|story|answer)"
     # round 16: "X, which makes them ep times larger, is not a defect and not what separates ep2 from ep1"
-    r"|an?\s+(?:defect|bug|fault|mistake)"
+    # (round 44: also a problem or an issue, with one word before it: "and it is not an actual problem", "This is not
+    # a cache-coherence problem.")
+    r"|(?P<indefinite>an?\s+(?:[\w-]+\s+)?(?:defect|bug|fault|mistake|problem|issue))"
     r"|what(?:'s|\s+is|\s+was)?\s+(?:\w+ing|causes|caused|breaks|broke|blocks|blocked|happens|happened|going\s+on|wrong|"
     r"makes|made|drives|drove|triggers|triggered|kills|explains|stalls|stalled|hangs|hung|fails|failed|deadlocks|"
     r"deadlocked|diverges|diverged|drifts|drifted))\b"
@@ -2724,6 +2726,10 @@ COPULA = re.compile(r"(?:is|are|was|were|isn't|aren't|wasn't|weren't)\b", re.IGN
 #: What may follow such a predicate to the end of its sentence: a few words naming the symptom, then perhaps a
 #: reason after a dash ("… is not why the results differ — the root shard does not …").
 CAUSE_TAIL = re.compile(r"[^:;\n\u2014\u2013]{0,80}?(?:\s[\u2014\u2013-]+\s[^\n]*)?\W*", re.IGNORECASE)
+#: … after "is not a problem" (no defect at all, not a cause named in place of another), a colon too gives the reason
+#: ("and it is not an actual problem: the parameters differ by float noise"; round 44); after "is not why" a colon
+#: opens the agent's own account ("Float order is not why: the skip counts …").
+CAUSE_TAIL_REASON = re.compile(r"[^:;\n\u2014\u2013]{0,80}?(?:(?:\s[\u2014\u2013-]+\s|:\s)[^\n]*)?\W*", re.IGNORECASE)
 #: … but after "does not account for" only the few words: "The planner doesn't account for the head — three buffers …"
 #: says what the planner leaves out (:data:`OMISSION`), not that it does not explain a symptom.
 CAUSE_TAIL_SHORT = re.compile(r"[^:;\n]{0,80}?\W*", re.IGNORECASE)
@@ -2747,9 +2753,13 @@ RESUMPTIVE = re.compile(
     r"these|those)|neither(?:\s+of\s+(?:them|these|those))?)(?:\s+(?:alone|one|part|bit|mechanism|path|effect))?\s*",
     re.IGNORECASE,
 )
-#: A sentence that opens by conceding what it then dismisses ("Yes, X …, but that isn't what's blocking this run").
+#: A sentence that opens by conceding what it then dismisses ("Yes, X …, but that isn't what's blocking this run",
+#: "Yes, the inputs are still saved … — but that sum stays below …").
 CONCESSION = re.compile(
-    r"[\W_]*(?:yes|yeah|yep|sure|granted|true|admittedly|of\s+course|certainly|agreed|fair\s+enough|okay|ok)\b\s*[,:;\u2014\u2013-]",
+    r"[\W_]*(?:yes|yeah|yep|sure|granted|true|admittedly|of\s+course|certainly|agreed|fair\s+enough|okay|ok)\b\s*[,:;\u2014\u2013-]"
+    # round 44: a supposition granted in principle ("This is not a cache-coherence problem. In principle a stale node
+    # copy would …, but the README says …")
+    r"|[\W_]*(?:in\s+(?:principle|theory)|theoretically|on\s+paper)\b",
     re.IGNORECASE,
 )
 #: An aside inside a subject: between dashes or in brackets.
@@ -2757,8 +2767,11 @@ ASIDE = re.compile(r"\s[\u2014\u2013]\s.*?\s[\u2014\u2013]\s|\s--?\s.*?\s--?\s|\
 
 
 def _tail(predicate: re.Match[str]) -> re.Pattern[str]:
-    """What may follow a cause-denying predicate to the end of its sentence (:data:`CAUSE_TAIL`, or the short one)."""
-    return CAUSE_TAIL_SHORT if "account" in predicate.group(0).lower() else CAUSE_TAIL
+    """What may follow a cause-denying predicate to the end of its sentence (:data:`CAUSE_TAIL`, the short one, or
+    after "not a problem" the one that lets a colon give the reason)."""
+    if "account" in predicate.group(0).lower():
+        return CAUSE_TAIL_SHORT
+    return CAUSE_TAIL_REASON if predicate.group("indefinite") else CAUSE_TAIL
 
 
 def _denied_as_cause(text: str, at: int, end: int) -> bool:
@@ -3203,6 +3216,25 @@ REASON_AFTER = re.compile(
 )
 
 
+#: An assumption named by a determiner ("that assumption", "the premise"), not the agent's ("my assumption").
+NAMED_ASSUMPTION = re.compile(
+    r"\b(?:that|this|the|its|their)\s+(?:[\w-]+\s+)?(?:assumptions?|premise)\b", re.IGNORECASE
+)
+#: Something other than the agent assuming ("AcceleratedScheduler assumes", "which assumed"): "I" and "we" take no
+#: "assumes", and "assumed" only after a pronoun that stands for a thing.
+THIRD_PARTY_ASSUMES = re.compile(r"\bassumes\b|\b(?:it|which|that|they)\s+assumed\b", re.IGNORECASE)
+
+
+def _codes_assumption(statement: str, match: re.Match[str]) -> bool:
+    """Whether the withdrawal calls wrong an assumption that something other than the agent was said to make before
+    it ("AcceleratedScheduler assumes the scheduler was written for one process … That assumption is wrong here:
+    demandnet sizes it in updates"): a finding about the code, not a claim taken back."""
+    named = NAMED_ASSUMPTION.search(statement, max(0, match.start() - 40), match.end())
+    if named is None or named.end() <= match.start():
+        return False
+    return THIRD_PARTY_ASSUMES.search(statement, 0, named.start()) is not None
+
+
 def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> list[Withdrawal]:
     """The statement's withdrawals, in order: struck-through text takes back what it holds."""
     struck = zip(range(MAX_SCOPES), STRUCK.finditer(statement), strict=False)
@@ -3242,6 +3274,8 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
                 continue  # "… should be halved like everything else; it isn't, so …": the code fails to, a finding
             if _corrected_reading(statement, match):
                 continue  # "…, reading torch's note as being about reproducibility. It isn't: …": the reading is wrong
+            if _codes_assumption(statement, match):
+                continue  # round 44: "Accelerate assumes X … That assumption is wrong here: …": the code's is wrong
             if _value_of_code(statement, match.start()):
                 continue  # "… bound to `train.deterministic`, which is false": a setting's value, not a verdict
             if BARE_GRADE_WRONG.fullmatch(match.group(0).strip()) and BARE_GRADE_RIGHT.search(statement):
