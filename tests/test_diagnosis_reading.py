@@ -2795,3 +2795,104 @@ def test_round_44_or_not_with_what_decides_it_is_no_negation() -> None:
     # attack: a bare "or not" in the match, and a plain negation, still deny
     assert _credited("The planner steps or not and" + tail) == (False, False)
     assert _credited("The planner does not step and" + tail) == (False, False)
+
+
+def test_round_45_a_claim_said_not_to_apply_is_denied() -> None:
+    # round 45: "Not the skip count: the claim that the resume skips optimizer steps where it should skip steps x GAS
+    # micro-batches doesn't apply."
+    assert _credited("The claim that " + CLAIM + " doesn't apply.") == (False, False)
+    # attack: another claim said not to apply, or a patch that doesn't apply, leaves the agent's claim standing
+    assert _credited(CLAIM.capitalize() + ". The claim that the logger leaks doesn't apply.") == (True, True)
+    assert _credited(CLAIM.capitalize() + ". The patch doesn't apply to v1.") == (True, True)
+
+
+def test_round_45_a_numbered_point_said_not_to_hold_is_withdrawn() -> None:
+    # round 45: "4. Retest: it still hung on the 4-rank top-2 config, so point 1 doesn't hold up and I've removed the
+    # patch."
+    listed = "1. Root cause: " + CLAIM + ".\n2. "
+    retest = "Retest: it still hung on the 4-rank config, so point 1 doesn't hold up."
+    assert _credited(listed + retest) == (False, False)
+    assert _credited(listed + "Point 1 does not hold.") == (False, False)
+    # attack: a step that doesn't hold something, and another document's point, take nothing back
+    assert _credited(CLAIM.capitalize() + ". Step 3 doesn't hold the lock.") == (True, True)
+    assert _credited(CLAIM.capitalize() + ". Point 2 of the ticket does not hold for us.") == (True, True)
+
+
+def test_round_45_others_claim_said_not_to_match_our_setup_is_declined() -> None:
+    # round 45: "PyTorch #104336 and the icefall thread both describe people calling model.module …, with the claim that
+    # X. That doesn't match our setup, in my reading: we call ddp(x) first …"
+    theirs = "PyTorch #104336 and the icefall thread both describe people hitting this, with the claim that " + CLAIM
+    assert _credited(theirs + ". That doesn't match our setup, in my reading: we free them.") == (False, False)
+    # attack: something else said not to match our setup leaves the agent's own claim standing
+    assert _credited(CLAIM.capitalize() + ". The fix in PyTorch #104336 doesn't match our setup.") == (True, True)
+
+
+def test_round_45_a_list_of_things_to_rule_in_or_out_holds_candidates() -> None:
+    # round 45: "Things to rule in or out:\n* data slicing …\n* the inf-flag all-reduce being completed only in update()
+    # …\n* the FSDP full-state-dict gather …\nStarting with the scaler, …"
+    items = "\n* the logger's cache\n* " + CLAIM + "\n* the allocator's fragmentation\nStarting with the planner."
+    assert _credited("Things to rule in or out:" + items) == (False, True)
+    assert _credited("Places to look at:" + items) == (False, True)
+    # attack: an item marked confirmed is asserted, and a list of what was ruled out leaves a root cause after it
+    assert _credited("Things to rule in or out:\n* the logger's cache\n* " + CLAIM + " (confirmed)\n") == (True, True)
+    assert _credited("Things I ruled out:\n* the logger\n\nRoot cause: " + CLAIM + ".") == (True, True)
+
+
+def test_round_45_a_retraction_acted_out_in_quotes_takes_nothing_back() -> None:
+    # round 45: 'begin_epoch goes "does loader.sampler have set_epoch? no? ok never mind" and the real
+    # DistributedSampler … never hears about the epoch'
+    acted = CLAIM.capitalize() + '. The loop goes "does it have a price? no? ok never mind" and moves on.'
+    assert _credited(acted) == (True, True)
+    # attack: the agent's own "never mind", and one after a quotation, still take it back
+    assert _credited(CLAIM.capitalize() + ". Never mind.") == (False, False)
+    assert _credited(CLAIM.capitalize() + '. "Never mind", I said, and scratch that.') == (False, False)
+
+
+def test_round_45_a_negation_in_a_whose_clause_picks_out_its_subject() -> None:
+    # round 45: "so a rank whose shard doesn't hold the global max uses a smaller norm and clips less (or not at all)"
+    tail = " misses the head: three buffers while the checkpoint inputs stay live."
+    assert _credited("The planner whose price doesn't cover it" + tail) == (True, True)
+    assert _credited("The planner whose price has no head term" + tail) == (True, True)
+    # attack: a negation of the subject's own verb still denies
+    assert _credited("The planner does not price it and" + tail) == (False, False)
+
+
+def test_round_45_a_part_said_not_to_undergo_it_then_the_theory_looked_at_is_denied() -> None:
+    # round 45: "The RNG fork is not being skipped. I looked at the theory that X, …, and concluded the fork does run"
+    looked = "The head is not being priced. I looked at the theory that " + CLAIM + ", and {}."
+    assert _credited(looked.format("concluded the price covers it")) == (False, False)
+    # attack: the theory confirmed, or another part's passive denial, leaves it asserted
+    assert _credited(looked.format("the probe confirmed it")) == (True, True)
+    assert _credited("The logger is not being flushed. " + CLAIM.capitalize() + ".") == (True, True)
+
+
+def test_round_45_a_code_predicate_false_for_some_inputs_is_its_value() -> None:
+    # round 45: "keeps a gradient on ranks other than TP rank 0 only if `is_model_parallel_parameter(p)` is true; for
+    # the untagged weight shards it's false, so on rank 1 `fc1.weight` and `fc2.weight` are dropped"
+    valued = "The price counts a buffer only if `is_priced(b)` is true; for the head's buffers it's false, so "
+    assert _credited(valued + CLAIM + ".") == (True, True)
+    # attack: "it's false" with no predicate before it, or "that is false" of a claim, still takes it back
+    assert _credited(CLAIM.capitalize() + ". It's false.") == (False, False)
+    assert _credited("I said " + CLAIM + " and `check(x)` is true. That is false.") == (False, False)
+
+
+def test_round_45_a_withdrawal_promised_in_a_conditional_clause_after_a_semicolon_takes_nothing_back() -> None:
+    # round 45: "My hypothesis, still to be tested: X … Next step is to dump the replicated fp32 masters … and diff
+    # them; if they are bitwise equal, this idea is dead."
+    planned = "My hypothesis, still to be tested: " + CLAIM + ". Next step is to diff them; {}, this idea is dead."
+    assert _credited(planned.format("if they are equal")) == (False, True)
+    # attack: the result reported in that clause, or a conclusion drawn from it, takes the idea back
+    assert _credited(planned.format("they are equal, so")) == (False, False)
+    assert _credited("My hypothesis: " + CLAIM + ". I diffed them; they are equal, so this idea is dead.") == (
+        False,
+        False,
+    )
+
+
+def test_round_45_a_negation_stops_before_and_draw_with_an_object() -> None:
+    # round 45: "so the SP blocks never enter the model-parallel RNG fork and draw dropout from the rank-identical
+    # default stream"
+    tail = " from a planner that misses the head: three buffers while the checkpoint inputs stay live."
+    assert _credited("The calls never enter the price and draw buffers" + tail) == (True, True)
+    # attack: the negated verb itself still denies what it governs
+    assert _credited("The calls never draw buffers" + tail) == (False, False)

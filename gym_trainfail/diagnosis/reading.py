@@ -82,6 +82,11 @@ SPEAKER = re.compile(r"\b(?:i|we)(?:\s+(?:do|did|really|just|still|simply))*\s*$
 #: Phrases built from a negation word that do not negate ("not only", "no longer").
 NOT_NEGATION = re.compile(
     r"\bnot\s+(?:only|just|merely|simply|least|surprising\w*)\b|\bno\s+(?:longer|doubt|wonder|matter)\b|"
+    # round 45: an extent given as an alternative ("clips less (or not at all) than it should"), and a negation in a
+    # relative clause that picks out which one ("a rank whose shard doesn't hold the global max uses a smaller norm")
+    r"\bor\s+not\s+at\s+all\b|"
+    r"\bwhose\s+(?:[\w'-]+\s+){0,3}?(?:doesn't|does\s+not|don't|do\s+not|isn't|aren't|wasn't|weren't|didn't|did\s+not|"
+    r"(?:has|have|holds?|had|gets?|got)\s+no)\b|"
     # round 34: a compound adjective built on "no-" ("no-drop gating", "the no-op hook"; not "no-one")
     r"\bno-(?!one\b)(?=[a-z])|"
     # round 39: … or ending in a negating word ("the loader's nominal sampler is a do-nothing sequential one")
@@ -143,7 +148,8 @@ CLAUSE_BREAK = re.compile(
     r"continues|continued)"
     r")\b"
     # round 17: "the blocks never run inside the tracker's fork and draw from the default stream"
-    r"|(?:draw|draws|drew|pull|pulls|pulled|fall|falls|fell)\s+(?:back\s+)?(?:from|on|to)\b"
+    # (round 45: with its object between: "never enter the fork and draw dropout from the rank-identical stream")
+    r"|(?:draw|draws|drew|pull|pulls|pulled|fall|falls|fell)\s+(?:back\s+)?(?:[\w-]+\s+){0,2}?(?:from|on|to)\b"
     # round 18: a new subject with its own verb ("the fork is never entered and hidden dropout uses the default stream")
     # (round 34: also a possessive one, "the guard never fires and ShardBatchSampler's DistributedSampler replays …")
     r"|(?:[a-z_]+(?:'s)?\s+){1,2}(?:uses|draws|gets|takes|reads|runs|keeps|stays|sees|applies|steps|holds|loads|calls|sits|"
@@ -316,7 +322,9 @@ NULL_RESULT = re.compile(
     r"effect)\b|\b(?:didn't|did\s+not|doesn't|does\s+not)\s+(?:change|move|improve|budge)\b|\bunchanged\b|\bunaffected\b"
     r"|\b(?:same|identical)\s+(?:failure|error|numbers|values|results?|outcome|curves?|amount|point|byte\s+count|as\s+before)\b"
     r"|\bstill\s+(?:~?\s*[\d.]+\s*%?\s+)?(?:apart|off|wrong|different|broken|present)\b"
-    r"|\bas\s+before\b|\bstill\s+(?:differ|diverge|drift|fail|crash|OOM|mismatch|disagree|show|stayed?|sits?|agree)\w*"
+    # (round 45: "it still hung on the 4-rank config")
+    r"|\bas\s+before\b|\bstill\s+(?:differ|diverge|drift|fail|crash|OOM|mismatch|disagree|show|stayed?|sits?|agree|hung|"
+    r"hang|deadlock|stall)\w*"
     r"|\b(?:stayed|remained|stays|remains)\s+(?:at|the\s+same|identical|unchanged|put)\b|\bby\s+nothing\b|"
     # (round 35: not an edit not made yet: "Nothing changed in the code yet.")
     r"\bnothing\s+(?:measurable|changed|moved|improved)\b"
@@ -390,6 +398,11 @@ RETRACTION = re.compile(
     # it", "EDIT (v2): striking v1", "I'm striking point 2", "09:40 Retract 09:18: …")
     r"|\b(?:v|version|draft|revision|rev|section|part|point|item|step|update|entry|bullet|note|paragraph)\s*#?\d{1,2}\s+"
     r"(?:(?:is|was|has\s+been)\s+(?:hereby\s+|now\s+)?)?(?:withdrawn|retracted|struck(?:\s+out)?|scrapped)\b"
+    # round 45: … or said not to hold ("Retest: it still hung …, so point 1 doesn't hold up")
+    r"|\b(?:v|version|draft|revision|rev|section|part|point|item|step|update|entry|bullet|note|paragraph)\s*#?\d{1,2}\s+"
+    rf"{_NO_LONGER}\s+(?:hold|stand|survive)s?(?:\s+up)?"
+    # (the verb ends its clause: not "step 3 doesn't hold the lock")
+    r"(?=\s*(?:[.;:,!)\u2014\u2013]|$)|\s+(?:and|any\s*more|either|here|after\s+all|so|for\s+(?:us|this|our))\b)"
     # (round 44: also taken back: "After instrumenting the run I have to take back draft 1.")
     rf"|\b(?:retract(?:ing)?|withdraw(?:ing)?|strik(?:e|ing)|scratch(?:ing)?|scrap(?:ping)?|cross(?:ing)?\s+out|{_TAKE}\s+back)\s+"
     r"(?:(?:(?:my|the)\s+)?(?:point|item|step|entry|bullet|note|update|section|paragraph|v|version|draft|line)\s*#?\d{1,2}"
@@ -875,7 +888,9 @@ CANDIDATES = re.compile(
     r"(?:that|which)\s+(?:could|might|may|would)\s+(?:\w+\s+)?(?:make|cause|explain|produce|lead\s+to|give|account\s+for)\b"
     r"[^:\n]{0,100}:"
     # round 2: a list of things still to check ("To check:", "TODO / possible cause to check:", "Open questions:")
-    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:[\w/-]+\s+){0,4}?(?:to\s+(?:check|verify|test|confirm|investigate)|todo|to-?do|"
+    # (round 45: "Things to rule in or out:", "Places to look at:")
+    r"|(?:^|(?<=[.!?]\s)|(?<=\n))[\W_]*(?:[\w/-]+\s+){0,4}?(?:to\s+(?:check|verify|test|confirm|investigate|inspect|examine|"
+    r"look\s+(?:at|into)|rule\s+(?:in\s+(?:or|and)\s+)?out)|todo|to-?do|"
     r"open\s+questions)\b[^:\n]{0,30}:",
     re.IGNORECASE,
 )
@@ -1236,6 +1251,10 @@ DISTANCING = re.compile(
     r"(?:down\s+)?as\s+(?:an?\s+)?(?:(?:his|her|their|the\s+[\w-]+'s|[\w-]+'s)\s+)?(?:[\w-]+\s+)?(?:guess|theory|claim|diagnosis|"
     r"hypothesis|view|read|take|opinion|lead|suggestion|conclusion|account)\b"
     r"|\bpushed\s+back\b|\b(?:not|isn't|aren't)\s+applicable\b"
+    # round 45: "PyTorch #104336 and the icefall thread both describe …, with the claim that X. That doesn't match our
+    # setup, in my reading: …"
+    r"|\b(?:that|this|it|which)\s+(?:doesn't|does\s+not|didn't|did\s+not)\s+(?:match|fit|apply\s+to|describe)\s+(?:our|this|the)"
+    r"\s+(?:setup|case|code|config(?:uration)?|pipeline|situation|loop|run|workspace|repo)\b"
     r"|\b(?:i|we)\s+(?:don't|do\s+not)\s+think\s+(?:that|it|this|they|those|the\s+\w+)\s+(?:carries|carry)\s+over\b"
     r"|\b(?:i|we)\s+think\s+(?:the|they|he|she|(?-i:[A-Z][a-z]+))\s+(?:\w+\s+)?(?:is|are)\s+(?:mistaken|wrong)\b"
     r"|\bnot\s+(?:assuming|adopting)\s+(?:it|this|that|their|his|her)\b"
@@ -2483,7 +2502,10 @@ TOPIC_DENIED = re.compile(
     r"not\s+(?:the\s+)?(?:problem|issue|culprit|cause|bug))\s*[.!]?\s*"
     rf"|[\W_]*(?:{_REJECTING})\s*:\s*[^.!?;:\n]{{1,60}}[.!]?\s*"
     # round 39: a verbless one ("Not an optimizer-ownership bug.", "Not the with-statement.")
-    r"|[\W_]*not\s+(?:an?|the|our|its|their)\s+[^.!?;:,\n]{1,60}?[.!]?\s*",
+    r"|[\W_]*not\s+(?:an?|the|our|its|their)\s+[^.!?;:,\n]{1,60}?[.!]?\s*"
+    # round 45: a part said not to undergo what the claim says it does ("The RNG fork is not being skipped.")
+    r"|[\W_]*(?:the|our|its|their)\s+[^.!?;:,\n]{1,60}?\s+(?:is|are|was|were)\s+not\s+(?:being\s+)?[a-z]+(?:ed|en)"
+    r"\s*[.!]?\s*",
     re.IGNORECASE,
 )
 #: A sentence that spells out the claim just named ("The theory would be that X", "The idea is that X"; round 37).
@@ -3038,9 +3060,20 @@ VALUE_NOTE = re.compile(
 )
 
 
+#: "it's false" after a code predicate said to be true for some inputs (round 45: "keeps a gradient only if
+#: `is_model_parallel_parameter(p)` is true; for the untagged weight shards it's false, so …"): the predicate's value.
+PREDICATE_FALSE = re.compile(r"(?:it's|it\s+is|it\s+was)\s+false\b", re.IGNORECASE)
+PREDICATE_TRUE_BEFORE = re.compile(
+    r"(?:`[^`\n]{1,80}`|\b\w+\([^()\n]{0,40}\))\s+(?:is|was|returns|evaluates\s+to)\s+true\b", re.IGNORECASE
+)
+
+
 def _value_of_code(text: str, at: int) -> bool:
     """Whether the verdict-like words at ``at`` ("(false)", "which is false") note the value of the code token
-    just before them, not a verdict on a claim."""
+    just before them, or of a code predicate said to be true just before (":data:`PREDICATE_FALSE`), not a verdict
+    on a claim."""
+    if PREDICATE_FALSE.match(text, at) and PREDICATE_TRUE_BEFORE.search(text, max(0, at - 200), at):
+        return True
     return bool(VALUE_NOTE.match(text, at)) and bool(CODE_TOKEN_BEFORE.search(text, max(0, at - 100), at))
 
 
@@ -3119,7 +3152,8 @@ PROPOSITION = re.compile(
 #: … whose own predicate, later in its sentence, calls it false ("… is incorrect for this workspace", "… doesn't hold").
 PROPOSITION_FALSE = re.compile(
     r"\b(?:is|was|are|were)\s+(?:\w+\s+)?(?:incorrect|wrong|false|mistaken|untrue|unfounded|not\s+(?:true|correct|right|"
-    r"the\s+case))\b|\b(?:does\s+not|doesn't|did\s+not|didn't)\s+(?:hold|stand\s+up|describe|apply\s+to|explain|match)\b"
+    # (round 45: "apply" alone too: "the claim that X doesn't apply")
+    r"the\s+case))\b|\b(?:does\s+not|doesn't|did\s+not|didn't)\s+(?:hold|stand\s+up|describe|apply(?:\s+to)?|explain|match)\b"
     # round 35: "… the idea that X is not the problem here"
     r"|\b(?:(?:is|was)\s+not|isn't|wasn't)\s+(?:the\s+|our\s+|a\s+)?(?:problem|cause|culprit|issue|bug|reason|explanation)\b",
     re.IGNORECASE,
@@ -3225,6 +3259,19 @@ NAMED_ASSUMPTION = re.compile(
 THIRD_PARTY_ASSUMES = re.compile(r"\bassumes\b|\b(?:it|which|that|they)\s+assumed\b", re.IGNORECASE)
 
 
+#: A quotation on one line (straight or curly double quotes).
+QUOTATION = re.compile(_QUOTED)
+
+
+def _inside_quotation(statement: str, at: int) -> bool:
+    """Whether ``at`` lies inside a quotation of its line: words the agent quotes or acts out (what the code "says"),
+    not its own."""
+    line_start = statement.rfind("\n", 0, at) + 1
+    line_end = statement.find("\n", at)
+    line_end = len(statement) if line_end == -1 else line_end
+    return any(m.start() < at < m.end() - 1 for m in QUOTATION.finditer(statement, line_start, line_end))
+
+
 def _codes_assumption(statement: str, match: re.Match[str]) -> bool:
     """Whether the withdrawal calls wrong an assumption that something other than the agent was said to make before
     it ("AcceleratedScheduler assumes the scheduler was written for one process … That assumption is wrong here:
@@ -3274,6 +3321,8 @@ def withdrawals(statement: str, wrong_patterns: Sequence[re.Pattern[str]]) -> li
                 continue  # "… should be halved like everything else; it isn't, so …": the code fails to, a finding
             if _corrected_reading(statement, match):
                 continue  # "…, reading torch's note as being about reproducibility. It isn't: …": the reading is wrong
+            if kind == "retraction" and _inside_quotation(statement, match.start()):
+                continue  # round 45: 'begin_epoch goes "does loader.sampler have set_epoch? no? ok never mind"
             if _codes_assumption(statement, match):
                 continue  # round 44: "Accelerate assumes X … That assumption is wrong here: …": the code's is wrong
             if _value_of_code(statement, match.start()):
@@ -3455,7 +3504,9 @@ def _promised(text: str, at: int) -> bool:
     comma = text.find(",", begin, at)
     contrasts = [] if comma == -1 else list(CONTRAST.finditer(text, comma, at))
     if not contrasts:
-        return _on_condition(text, at)
+        # round 45: … or the clause's own opening, after a semicolon ("Next step is to diff them; if they are
+        # bitwise equal, this idea is dead")
+        return _on_condition(text, at) or _clause_on_condition(text, at)
     after = contrasts[-1].end()
     if READING_HEDGE.match(text, after):
         return False
