@@ -3070,7 +3070,7 @@ PREDICATE_TRUE_BEFORE = re.compile(
 
 def _value_of_code(text: str, at: int) -> bool:
     """Whether the verdict-like words at ``at`` ("(false)", "which is false") note the value of the code token
-    just before them, or of a code predicate said to be true just before (":data:`PREDICATE_FALSE`), not a verdict
+    just before them, or of a code predicate said to be true just before (:data:`PREDICATE_FALSE`), not a verdict
     on a claim."""
     if PREDICATE_FALSE.match(text, at) and PREDICATE_TRUE_BEFORE.search(text, max(0, at - 200), at):
         return True
@@ -3498,8 +3498,9 @@ def _promised(text: str, at: int) -> bool:
     """Whether what is said at ``at`` is promised on a condition rather than said now. After a contrast past the first
     comma of its sentence, the contrast's own clause decides (round 43): "In principle, X would leave Y, but the diff
     shows Z, so that can't be it" says it now; "I suspect X, but if the one-rank run matches, I'll drop this" promises
-    it. Otherwise the sentence's opening does (:func:`_on_condition`). The sentence starts at a line break too ("…;
-    shards out of step\nIf the next run disagrees, I'll drop it")."""
+    it. Otherwise the sentence's opening does (:func:`_on_condition`), or the opening of its clause after a semicolon,
+    colon or dash (:func:`_clause_on_condition`). The sentence starts at a line break too ("…; shards out of
+    step\nIf the next run disagrees, I'll drop it")."""
     begin = max(_sentence_start(text, at), _prose_sentence(text, at)[0])
     comma = text.find(",", begin, at)
     contrasts = [] if comma == -1 else list(CONTRAST.finditer(text, comma, at))
@@ -3508,9 +3509,7 @@ def _promised(text: str, at: int) -> bool:
         # bitwise equal, this idea is dead")
         return _on_condition(text, at) or _clause_on_condition(text, at)
     after = contrasts[-1].end()
-    if READING_HEDGE.match(text, after):
-        return False
-    return CONDITIONAL.match(text, after) is not None or PENDING_CONDITION.match(text, after) is not None
+    return not READING_HEDGE.match(text, after) and _opens_condition(text, after)
 
 
 #: A condition still to be met ("once the rerun shows it", "unless …"); not "when", which may report what happened.
@@ -3524,9 +3523,12 @@ def _clause_on_condition(text: str, at: int) -> bool:
     one, this is it": a confirmation promised, not made; round 38)."""
     begin, _ = _prose_sentence(text, at)
     openers = [m.end() for m in CLAUSE_OPENER.finditer(text, begin, at)]
-    return bool(openers) and (
-        CONDITIONAL.match(text, openers[-1]) is not None or PENDING_CONDITION.match(text, openers[-1]) is not None
-    )
+    return bool(openers) and _opens_condition(text, openers[-1])
+
+
+def _opens_condition(text: str, at: int) -> bool:
+    """Whether a condition (:data:`CONDITIONAL`) or one still to be met (:data:`PENDING_CONDITION`) opens at ``at``."""
+    return CONDITIONAL.match(text, at) is not None or PENDING_CONDITION.match(text, at) is not None
 
 
 def withdrawn(assertion: Assertion, taken_back: Sequence[Withdrawal], *, wrong: bool, later: bool = False) -> bool:
